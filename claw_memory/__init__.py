@@ -1,0 +1,99 @@
+"""claw_memory: asyncio-native memory for LLM applications.
+
+One contract (:class:`Memory`, :class:`SearchableMemory`) kept exactly by every driver:
+:class:`ArrayMemory` (in process), :class:`FileMemory` (files), :class:`RedisMemory` (Redis and
+Redis Cluster) and :class:`SqlMemory` (SQLite, PostgreSQL, MariaDB). Wrappers compose them:
+:class:`RouterMemory` routes namespaces, :class:`PrivacyAwareMemory` drops writes when message
+storage is off. Redis and SQLAlchemy are imported only when their drivers are used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from claw_memory import hooks
+from claw_memory.contracts import Memory, MemoryHit, SearchableMemory
+from claw_memory.drivers.array import ArrayMemory
+from claw_memory.drivers.base import BaseMemory
+from claw_memory.errors import (
+    ClawMemoryError,
+    CorruptStoreError,
+    DriverUnavailableError,
+    GuardBlockedError,
+    InvalidInputError,
+    InvalidKeyError,
+    InvalidNamespaceError,
+    InvalidQueryError,
+    InvalidTTLError,
+    InvalidValueError,
+    KeyTypeError,
+    MemoryException,
+    ModelError,
+    RegistryError,
+)
+from claw_memory.hooks import Hooks
+from claw_memory.registry import MemoryCatalogue, MemoryRegistry
+from claw_memory.scoring import KeywordIndex, TokenOverlapScorer
+from claw_memory.validation import NamespaceValidator
+from claw_memory.wrappers.privacy import PrivacyAwareMemory
+from claw_memory.wrappers.router import RouterMemory
+
+if TYPE_CHECKING:
+    from claw_memory.drivers.file import FileMemory
+    from claw_memory.drivers.redis import RedisMemory
+    from claw_memory.drivers.sql import SqlMemory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArrayMemory",
+    "BaseMemory",
+    "ClawMemoryError",
+    "CorruptStoreError",
+    "DriverUnavailableError",
+    "FileMemory",
+    "GuardBlockedError",
+    "Hooks",
+    "InvalidInputError",
+    "InvalidKeyError",
+    "InvalidNamespaceError",
+    "InvalidQueryError",
+    "InvalidTTLError",
+    "InvalidValueError",
+    "KeyTypeError",
+    "KeywordIndex",
+    "Memory",
+    "MemoryCatalogue",
+    "MemoryException",
+    "MemoryHit",
+    "MemoryRegistry",
+    "ModelError",
+    "NamespaceValidator",
+    "PrivacyAwareMemory",
+    "RedisMemory",
+    "RegistryError",
+    "RouterMemory",
+    "SearchableMemory",
+    "SqlMemory",
+    "TokenOverlapScorer",
+    "__version__",
+    "hooks",
+]
+
+_LAZY = {
+    "FileMemory": "claw_memory.drivers.file",
+    "RedisMemory": "claw_memory.drivers.redis",
+    "SqlMemory": "claw_memory.drivers.sql",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Drivers with optional backends load on first use, so `import claw_memory` stays light.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

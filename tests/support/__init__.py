@@ -1,0 +1,1 @@
+"""Shared test support: driver factories for the conformance suite and service probes."""
