@@ -103,7 +103,7 @@ class Memory(ABC):
     async def has(self, key: str, namespace: str = "default") -> bool:
         """Whether ``key`` holds a live entry. A stored ``None`` counts as present."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional: most stores own nothing
         """Release what the driver owns (connections, engines, file handles).
 
         A driver built from a URL owns its client and closes it here; one handed a client by

@@ -37,7 +37,7 @@ MIN_LETTERS: Final = 3
 def value_text(value: Any) -> str:
     """The text a value is scored on: a ``str`` itself, anything else its compact JSON."""
     if value.__class__ is str:
-        return value  # type: ignore[no-any-return]
+        return value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -192,7 +192,8 @@ class KeywordIndex:
         """Return ``(key, score)`` pairs, best first, at most ``limit``.
 
         ``lookup(key)`` returns ``(text, recency)`` for a live key or ``None``, where ``text``
-        is :func:`value_text` of the value and a higher recency means stored more recently. Entries that ``lookup`` reports absent are never returned.
+        is :func:`value_text` of the value and a higher recency means stored more recently.
+        Entries that ``lookup`` reports absent are never returned.
         """
         if limit <= 0:
             return []

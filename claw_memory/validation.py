@@ -55,7 +55,7 @@ class NamespaceValidator:
     def validate(namespace: object) -> str:
         """Return ``namespace`` unchanged if valid, else raise :class:`InvalidNamespaceError`."""
         if namespace.__class__ is str and namespace in _KNOWN_NAMESPACES:
-            return namespace  # type: ignore[return-value]
+            return namespace
         return _validate_slow(namespace)
 
 
@@ -93,8 +93,8 @@ def validate_key(key: object) -> str:
     A key is a non-empty ``str`` of at most 255 characters with no NUL byte; every other
     character (``:``, ``/``, spaces, emoji) is allowed and keys are case-sensitive.
     """
-    if key.__class__ is str and 0 < len(key) <= MAX_KEY_LENGTH and "\x00" not in key:  # type: ignore[arg-type, operator]
-        return key  # type: ignore[return-value]
+    if type(key) is str and 0 < len(key) <= MAX_KEY_LENGTH and "\x00" not in key:
+        return key
     if not isinstance(key, str):
         raise KeyTypeError(f"key must be a str, not {type(key).__name__}")
     if not key:
@@ -130,7 +130,9 @@ def _check(value: Any, path: str) -> None:
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidValueError(f"value at {path} is a non-finite float; JSON has no NaN or infinity")
+            raise InvalidValueError(
+                f"value at {path} is a non-finite float; JSON has no NaN or infinity"
+            )
         return
     if isinstance(value, dict):
         for k, v in value.items():
@@ -171,7 +173,9 @@ def normalize_ttl(ttl: object, default: float | None) -> float | None:
     if ttl is None:
         return default
     if ttl.__class__ is bool or not isinstance(ttl, (int, float)):
-        raise InvalidTTLError(f"ttl must be an int or float number of seconds, not {type(ttl).__name__}")
+        raise InvalidTTLError(
+            f"ttl must be an int or float number of seconds, not {type(ttl).__name__}"
+        )
     if isinstance(ttl, float) and not math.isfinite(ttl):
         raise InvalidTTLError("ttl must be finite")
     if ttl < 0:

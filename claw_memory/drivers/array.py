@@ -95,21 +95,22 @@ class ArrayMemory(BaseMemory):
             space = self._spaces[namespace] = _Space()
         return space
 
-    def _lookup(self, namespace: object, key: object) -> _Entry | None:
+    def _lookup(self, namespace: str, key: str) -> _Entry | None:
+        # Arguments are unvalidated here: a hit proves both valid, a miss validates them.
         try:
-            space = self._spaces.get(namespace)  # type: ignore[arg-type]
-            entry = space.entries.get(key) if space is not None else None  # type: ignore[arg-type]
+            space = self._spaces.get(namespace)
+            entry = space.entries.get(key) if space is not None else None
         except TypeError:  # unhashable namespace or key
-            entry = None
+            space, entry = None, None
         if entry is None:
             validate_key(key)
             NamespaceValidator.validate(namespace)
             return None
         expires = entry[2]
         if expires is not None and expires <= _monotonic():
-            space = self._spaces[namespace]  # type: ignore[index]
-            del space.entries[key]  # type: ignore[arg-type]
-            space.index.mark(key)  # type: ignore[arg-type]
+            assert space is not None
+            del space.entries[key]
+            space.index.mark(key)
             return None
         return entry
 
@@ -139,9 +140,10 @@ class ArrayMemory(BaseMemory):
         if space is None:
             space = self._space(namespace)
         cls = value.__class__
-        if cls is str or cls is int or cls is bool or value is None:
-            stored, is_json = value, False
-        elif cls is float and math.isfinite(value):
+        if (
+            cls is str or cls is int or cls is bool or value is None
+            or (cls is float and math.isfinite(value))
+        ):
             stored, is_json = value, False
         else:
             stored, is_json = encode_json(value), True

@@ -153,7 +153,7 @@ _json_values = st.recursive(
     max_leaves=8,
 )
 _keys = st.sampled_from(["k", "K", "key:1", "a/b", "emoji 🐍", "x" * 255]) | st.text(
-    alphabet=st.characters(exclude_characters="\x00", exclude_categories=("Cs",)),
+    alphabet=st.characters(exclude_characters="\x00", exclude_categories=["Cs"]),
     min_size=1,
     max_size=8,
 )

@@ -94,3 +94,18 @@ def _privacy_over_plain(request: pytest.FixtureRequest) -> MemoryFactory:
             RouterMemory(PlainMemory(), routes={"ev": PlainMemory()}), store_messages=True
         )
     )
+
+
+def _load_driver_factories() -> None:
+    # Each tests/support/drivers_<name>.py registers its drivers' factories when imported.
+    import importlib
+    import pkgutil
+
+    import tests.support as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("drivers_"):
+            importlib.import_module(f"tests.support.{info.name}")
+
+
+_load_driver_factories()
