@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from claw_memory import hooks
-from claw_memory.contracts import Memory, MemoryHit, SearchableMemory
+from claw_memory.contracts import (
+    InspectableMemory,
+    Memory,
+    MemoryEntry,
+    MemoryHit,
+    SearchableMemory,
+)
 from claw_memory.drivers.array import ArrayMemory
 from claw_memory.drivers.base import BaseMemory
 from claw_memory.errors import (
@@ -54,6 +60,7 @@ __all__ = [
     "FileMemory",
     "GuardBlockedError",
     "Hooks",
+    "InspectableMemory",
     "InvalidInputError",
     "InvalidKeyError",
     "InvalidNamespaceError",
@@ -64,6 +71,7 @@ __all__ = [
     "KeywordIndex",
     "Memory",
     "MemoryCatalogue",
+    "MemoryEntry",
     "MemoryException",
     "MemoryHit",
     "MemoryRegistry",

@@ -41,9 +41,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
-__all__ = ["Memory", "MemoryHit", "SearchableMemory"]
+__all__ = ["InspectableMemory", "Memory", "MemoryEntry", "MemoryHit", "SearchableMemory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,21 @@ class MemoryHit:
     namespace: str
     score: float
     stored_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntry:
+    """One stored entry with its bookkeeping, as :class:`InspectableMemory` lists it.
+
+    ``stored_at`` and ``expires_at`` are timezone-aware UTC; ``expires_at`` is ``None`` for an
+    entry that never expires.
+    """
+
+    key: str
+    value: Any
+    namespace: str
+    stored_at: datetime | None
+    expires_at: datetime | None
 
 
 class Memory(ABC):
@@ -138,3 +153,20 @@ class SearchableMemory(Memory):
         then key ascending. A score of 0 is never a hit; ``limit <= 0`` returns ``[]``.
         The namespace is validated even then.
         """
+
+
+@runtime_checkable
+class InspectableMemory(Protocol):
+    """Optional: a driver that can list its namespaces and entries with their expiry.
+
+    Every core driver and wrapper implements it; the ``claw-memory`` export, ``ls`` and
+    ``import`` commands use it to copy stores exactly, TTLs included.
+    """
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace holding at least one live entry, sorted."""
+        ...
+
+    async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
+        """The live entries of ``namespace``, oldest stored first."""
+        ...

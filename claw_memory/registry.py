@@ -17,6 +17,8 @@ import importlib.util
 import inspect
 import logging
 from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
@@ -101,6 +103,38 @@ class MemoryRegistry:
                 "not a claw_memory Memory"
             )
         return memory
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> Memory:
+        """Build a driver from a driver URL.
+
+        ``array:`` (in process), ``file:///abs/path`` or ``file:relative/path`` (FileMemory),
+        ``redis://…`` / ``rediss://…`` (RedisMemory), and any SQLAlchemy async URL such as
+        ``sqlite+aiosqlite:///app.db``, ``postgresql+asyncpg://…`` or ``mysql+asyncmy://…``
+        (SqlMemory). ``options`` go to the driver's constructor.
+        """
+        if not isinstance(url, str) or not url:
+            raise RegistryError("a driver URL must be a non-empty str")
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme == "array":
+            return cls.build("array", **options)
+        if scheme == "file":
+            path = unquote(parts.path) if not parts.netloc else unquote(parts.netloc + parts.path)
+            return cls.build("file", storage_dir=Path(path or "."), **options)
+        if scheme in {"redis", "rediss", "unix"} or scheme.startswith("redis+"):
+            MemoryCatalogue.activate()
+            return cls.build("redis", url=url, **options)
+        base = scheme.split("+", 1)[0]
+        if base in {"sqlite", "postgresql", "postgres", "mysql", "mariadb"}:
+            module, attribute, _ = MemoryCatalogue.DRIVERS["sql"]
+            sql_memory = getattr(importlib.import_module(module), attribute)
+            return sql_memory(url, **options)  # type: ignore[no-any-return]
+        # Never echo the URL: it may carry a password.
+        raise RegistryError(
+            f"unsupported driver URL scheme {scheme!r}; use array:, file:, redis://, rediss:// "
+            "or an SQLAlchemy async URL (sqlite+aiosqlite://, postgresql+asyncpg://, …)"
+        )
 
     @classmethod
     def has(cls, name: str) -> bool:

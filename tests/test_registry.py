@@ -83,3 +83,16 @@ def test_entry_point_drivers_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
     MemoryRegistry.reset()
     assert MemoryRegistry.has("plugged")
     assert isinstance(MemoryRegistry.build("plugged"), ArrayMemory)
+
+
+def test_from_url_builds_in_process_and_file_drivers(tmp_path: Any) -> None:
+    assert isinstance(MemoryRegistry.from_url("array:"), ArrayMemory)
+    file_memory = MemoryRegistry.from_url(f"file://{tmp_path}/store")
+    assert type(file_memory).__name__ == "FileMemory"
+
+
+def test_from_url_rejects_unknown_schemes_without_echoing_the_url() -> None:
+    with pytest.raises(RegistryError) as caught:
+        MemoryRegistry.from_url("ftp://user:hunter2@example.com/x")
+    assert "hunter2" not in str(caught.value)
+    assert "'ftp'" in str(caught.value)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from claw_memory import hooks as _hooks
-from claw_memory.contracts import MemoryHit
+from claw_memory.contracts import MemoryEntry, MemoryHit
 from claw_memory.drivers.base import MISSING, BaseMemory
 from claw_memory.hooks import Hooks
 from claw_memory.scoring import KeywordIndex, value_text
@@ -219,6 +219,32 @@ class ArrayMemory(BaseMemory):
                 )
             )
         return hits
+
+    async def namespaces(self) -> list[str]:
+        names = []
+        for name, space in self._spaces.items():
+            space.purge()
+            if space.entries:
+                names.append(name)
+        return sorted(names)
+
+    async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
+        space = self._spaces.get(NamespaceValidator.validate(namespace))
+        if space is None:
+            return []
+        space.purge()
+        # Expiry runs on the monotonic clock; report it on the wall clock.
+        offset = _wall() - _monotonic()
+        return [
+            MemoryEntry(
+                key,
+                _loads(stored) if is_json else stored,
+                namespace,
+                datetime.fromtimestamp(stored_at, UTC),
+                None if expires is None else datetime.fromtimestamp(expires + offset, UTC),
+            )
+            for key, (stored, is_json, expires, _, stored_at) in space.entries.items()
+        ]
 
     # BaseMemory's hooks, for code that calls them generically.
     async def _get(self, namespace: str, key: str) -> Any:

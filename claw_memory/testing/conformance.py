@@ -20,13 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claw_memory import hooks
-from claw_memory.contracts import Memory, MemoryHit, SearchableMemory
+from claw_memory.contracts import InspectableMemory, Memory, MemoryHit, SearchableMemory
 from claw_memory.errors import (
     InvalidKeyError,
     InvalidNamespaceError,
     InvalidTTLError,
     InvalidValueError,
     KeyTypeError,
+    MemoryException,
 )
 from claw_memory.scoring import TokenOverlapScorer
 
@@ -536,6 +537,36 @@ class MemoryConformance:
         await memory.set("flag", True)
         hits = await memory.search("city lisbon true", 5)
         assert [(h.key, h.score) for h in hits] == [("profile", 2.0), ("flag", 1.0)]
+
+    # -- inspection (optional) -----------------------------------------------------------------
+    async def test_inspection_lists_namespaces_and_entries_with_expiry(self, memory: Memory) -> None:
+        if not isinstance(memory, InspectableMemory):
+            pytest.skip("not inspectable")
+        await memory.set("b", "B", ttl=0)
+        await memory.set("a", {"x": [1]}, ttl=3600)
+        await memory.set("k", 1, "user:1", ttl=0)
+        await memory.set("gone", 1, "empty-later", ttl=0)
+        await memory.forget("gone", "empty-later")
+        try:
+            namespaces = await memory.namespaces()
+        except MemoryException:
+            pytest.skip("a wrapper over a driver that cannot list its namespaces")
+        assert namespaces == ["default", "user:1"]
+        now = time.time()
+        entries = await memory.entries()
+        assert [(e.key, e.value, e.namespace) for e in entries] == [
+            ("b", "B", "default"), ("a", {"x": [1]}, "default"),
+        ]
+        assert entries[0].expires_at is None
+        expires = entries[1].expires_at
+        assert expires is not None
+        assert abs(expires.timestamp() - (now + 3600)) < 60
+        assert expires.utcoffset() == timedelta(0)
+        assert entries[0].stored_at is not None
+        assert entries[0].stored_at <= entries[1].stored_at  # type: ignore[operator]
+        assert await memory.entries("never-used") == []
+        with pytest.raises(InvalidNamespaceError):
+            await memory.entries("bad/namespace")
 
     # -- events --------------------------------------------------------------------------------
     async def test_reads_writes_and_forgets_fire_events_without_values(

@@ -1,12 +1,13 @@
-"""Search through any driver: its own ``search`` when it has one, else a ranked ``all()``."""
+"""Reach any driver: its own ``search``/``entries`` when it has them, else ``all()``."""
 
 from __future__ import annotations
 
-from claw_memory.contracts import Memory, MemoryHit, SearchableMemory
+from claw_memory.contracts import InspectableMemory, Memory, MemoryEntry, MemoryHit, SearchableMemory
+from claw_memory.errors import MemoryException
 from claw_memory.scoring import TokenOverlapScorer
 from claw_memory.validation import NamespaceValidator, validate_search
 
-__all__ = ["search_any"]
+__all__ = ["entries_any", "namespaces_any", "search_any"]
 
 
 async def search_any(memory: Memory, query: str, limit: int, namespace: str) -> list[MemoryHit]:
@@ -18,3 +19,20 @@ async def search_any(memory: Memory, query: str, limit: int, namespace: str) -> 
     if limit <= 0:
         return []
     return TokenOverlapScorer.rank(await memory.all(namespace), query, limit, namespace)
+
+
+async def entries_any(memory: Memory, namespace: str) -> list[MemoryEntry]:
+    """``memory.entries`` when it has it, else its ``all()`` with unknown times."""
+    if isinstance(memory, InspectableMemory):
+        return await memory.entries(namespace)
+    return [
+        MemoryEntry(key, value, namespace, None, None)
+        for key, value in (await memory.all(namespace)).items()
+    ]
+
+
+async def namespaces_any(memory: Memory) -> list[str]:
+    """``memory.namespaces()``, or a clear error for a driver that cannot list them."""
+    if isinstance(memory, InspectableMemory):
+        return await memory.namespaces()
+    raise MemoryException(f"{type(memory).__name__} cannot list its namespaces")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from claw_memory.contracts import Memory, MemoryHit, SearchableMemory
+from claw_memory.contracts import Memory, MemoryEntry, MemoryHit, SearchableMemory
 from claw_memory.validation import NamespaceValidator, normalize_ttl, validate_key, validate_value
-from claw_memory.wrappers._search import search_any
+from claw_memory.wrappers._search import entries_any, namespaces_any, search_any
 
 __all__ = ["PrivacyAwareMemory"]
 
@@ -58,6 +58,12 @@ class PrivacyAwareMemory(SearchableMemory):
         self, query: str, limit: int = 5, namespace: str = "default"
     ) -> list[MemoryHit]:
         return await search_any(self.inner, query, limit, namespace)
+
+    async def namespaces(self) -> list[str]:
+        return await namespaces_any(self.inner)
+
+    async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
+        return await entries_any(self.inner, namespace)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

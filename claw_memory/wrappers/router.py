@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from claw_memory.contracts import Memory, MemoryHit, SearchableMemory
-from claw_memory.wrappers._search import search_any
+from claw_memory.contracts import Memory, MemoryEntry, MemoryHit, SearchableMemory
+from claw_memory.wrappers._search import entries_any, namespaces_any, search_any
 
 __all__ = ["RouterMemory"]
 
@@ -70,6 +70,19 @@ class RouterMemory(SearchableMemory):
         self, query: str, limit: int = 5, namespace: str = "default"
     ) -> list[MemoryHit]:
         return await search_any(self.driver_for(namespace), query, limit, namespace)
+
+    async def namespaces(self) -> list[str]:
+        """Namespaces with entries, each taken from the driver it routes to."""
+        found = {
+            ns for ns in await namespaces_any(self._default) if ns not in self._routes
+        }
+        for namespace, driver in self._routes.items():
+            if namespace in await namespaces_any(driver):
+                found.add(namespace)
+        return sorted(found)
+
+    async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
+        return await entries_any(self.driver_for(namespace), namespace)
 
     async def aclose(self) -> None:
         seen: set[int] = set()
