@@ -17,10 +17,10 @@ import importlib.util
 import inspect
 import logging
 from collections.abc import Callable
-from pathlib import Path
-from urllib.parse import unquote, urlsplit
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import unquote, urlsplit
 
 from claw_memory.contracts import Memory
 from claw_memory.errors import RegistryError

@@ -539,7 +539,9 @@ class MemoryConformance:
         assert [(h.key, h.score) for h in hits] == [("profile", 2.0), ("flag", 1.0)]
 
     # -- inspection (optional) -----------------------------------------------------------------
-    async def test_inspection_lists_namespaces_and_entries_with_expiry(self, memory: Memory) -> None:
+    async def test_inspection_lists_namespaces_and_entries_with_expiry(
+        self, memory: Memory
+    ) -> None:
         if not isinstance(memory, InspectableMemory):
             pytest.skip("not inspectable")
         await memory.set("b", "B", ttl=0)

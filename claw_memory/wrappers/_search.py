@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from claw_memory.contracts import InspectableMemory, Memory, MemoryEntry, MemoryHit, SearchableMemory
+from claw_memory.contracts import (
+    InspectableMemory,
+    Memory,
+    MemoryEntry,
+    MemoryHit,
+    SearchableMemory,
+)
 from claw_memory.errors import MemoryException
 from claw_memory.scoring import TokenOverlapScorer
 from claw_memory.validation import NamespaceValidator, validate_search
