@@ -21,6 +21,8 @@ PUBLIC_MODULES = [
     "claw_memory.drivers",
     "claw_memory.wrappers",
     "claw_memory.testing",
+    "claw_memory.guards",
+    "claw_memory.models",
 ]
 
 
