@@ -19,7 +19,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, overload
 
 __all__ = [
     "Handler",
@@ -54,8 +54,21 @@ class Hooks:
     def __init__(self) -> None:
         self._handlers: dict[str, list[Handler]] = {}
 
-    def on(self, name: str, handler: Handler) -> Handler:
-        """Subscribe ``handler`` to event ``name``; returns the handler (usable as a decorator)."""
+    @overload
+    def on(self, name: str, handler: Handler) -> Handler: ...
+
+    @overload
+    def on(self, name: str, handler: None = None) -> Callable[[Handler], Handler]: ...
+
+    def on(
+        self, name: str, handler: Handler | None = None
+    ) -> Handler | Callable[[Handler], Handler]:
+        """Subscribe ``handler`` to event ``name`` and return it.
+
+        Without ``handler`` it returns a decorator: ``@hooks.on("memory.write")``.
+        """
+        if handler is None:
+            return lambda func: self.on(name, func)
         if not callable(handler):
             raise TypeError("handler must be callable")
         self._handlers.setdefault(name, []).append(handler)
@@ -132,8 +145,16 @@ async def emit(name: str, payload: dict[str, Any], hooks: Hooks | None = None) -
         await resolve(hooks).emit(name, payload)
 
 
-def on(name: str, handler: Handler) -> Handler:
-    """Subscribe ``handler`` to ``name`` on the process-wide default hooks."""
+@overload
+def on(name: str, handler: Handler) -> Handler: ...
+
+
+@overload
+def on(name: str, handler: None = None) -> Callable[[Handler], Handler]: ...
+
+
+def on(name: str, handler: Handler | None = None) -> Handler | Callable[[Handler], Handler]:
+    """Subscribe ``handler`` to ``name`` on the process-wide default hooks (or decorate)."""
     return default_hooks.on(name, handler)
 
 

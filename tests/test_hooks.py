@@ -90,4 +90,16 @@ async def test_run_id_and_call_hooks_come_from_context() -> None:
 
 def test_on_rejects_non_callables() -> None:
     with pytest.raises(TypeError):
-        hooks.on("x", "not callable")  # type: ignore[arg-type]
+        hooks.on("x", "not callable")  # type: ignore[call-overload]
+
+
+async def test_on_works_as_a_decorator() -> None:
+    seen: list[str] = []
+
+    @hooks.on("memory.write")
+    def record(payload: dict[str, Any]) -> None:
+        seen.append(payload["key"])
+
+    await ArrayMemory().set("decorated", 1)
+    assert seen == ["decorated"]
+    assert callable(record)
