@@ -5,6 +5,9 @@ One contract (:class:`Memory`, :class:`SearchableMemory`) kept exactly by every 
 Redis Cluster) and :class:`SqlMemory` (SQLite, PostgreSQL, MariaDB). Wrappers compose them:
 :class:`RouterMemory` routes namespaces, :class:`PrivacyAwareMemory` drops writes when message
 storage is off. Redis and SQLAlchemy are imported only when their drivers are used.
+
+The engine (:class:`Claw`) runs recall, guards, the model and conversation persistence for
+``send`` and ``stream``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,17 @@ from claw_memory.contracts import (
 )
 from claw_memory.drivers.array import ArrayMemory
 from claw_memory.drivers.base import BaseMemory
+from claw_memory.engine import (
+    Agent,
+    Claw,
+    ClawBuilder,
+    Conversation,
+    Message,
+    Response,
+    ResponseStream,
+    Turn,
+    TurnStream,
+)
 from claw_memory.errors import (
     ClawMemoryError,
     CorruptStoreError,
@@ -37,7 +51,9 @@ from claw_memory.errors import (
     ModelError,
     RegistryError,
 )
+from claw_memory.guards import Guard, GuardSet, default_guards
 from claw_memory.hooks import Hooks
+from claw_memory.models import ChatMessage, EchoModel, Model, OpenAICompatibleModel
 from claw_memory.registry import MemoryCatalogue, MemoryRegistry
 from claw_memory.scoring import KeywordIndex, TokenOverlapScorer
 from claw_memory.validation import NamespaceValidator
@@ -52,13 +68,21 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "ArrayMemory",
     "BaseMemory",
+    "ChatMessage",
+    "Claw",
+    "ClawBuilder",
     "ClawMemoryError",
+    "Conversation",
     "CorruptStoreError",
     "DriverUnavailableError",
+    "EchoModel",
     "FileMemory",
+    "Guard",
     "GuardBlockedError",
+    "GuardSet",
     "Hooks",
     "InspectableMemory",
     "InvalidInputError",
@@ -75,16 +99,24 @@ __all__ = [
     "MemoryException",
     "MemoryHit",
     "MemoryRegistry",
+    "Message",
+    "Model",
     "ModelError",
     "NamespaceValidator",
+    "OpenAICompatibleModel",
     "PrivacyAwareMemory",
     "RedisMemory",
     "RegistryError",
+    "Response",
+    "ResponseStream",
     "RouterMemory",
     "SearchableMemory",
     "SqlMemory",
     "TokenOverlapScorer",
+    "Turn",
+    "TurnStream",
     "__version__",
+    "default_guards",
     "hooks",
 ]
 
