@@ -89,3 +89,8 @@ def machine() -> str:
         f"{platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} cores, {platform.machine()}"
     )
+
+
+def ratio_marker(name: str, value: float, goal: str = "") -> str:
+    """An invisible Markdown line ``run_all.py`` collects for the report's chart."""
+    return f"<!-- ratio: {name} = {value:.4f} | goal: {goal} -->"
