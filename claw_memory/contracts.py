@@ -41,9 +41,17 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
+from collections.abc import Sequence
 from typing import Any, Protocol, Self, runtime_checkable
 
-__all__ = ["InspectableMemory", "Memory", "MemoryEntry", "MemoryHit", "SearchableMemory"]
+__all__ = [
+    "InspectableMemory",
+    "Memory",
+    "MemoryEntry",
+    "MemoryHit",
+    "RestorableMemory",
+    "SearchableMemory",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,4 +177,21 @@ class InspectableMemory(Protocol):
 
     async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
         """The live entries of ``namespace``, oldest stored first."""
+        ...
+
+
+@runtime_checkable
+class RestorableMemory(Protocol):
+    """Optional: a driver that writes entries with absolute expiry times, in bulk.
+
+    ``restore(entries)`` stores each entry as ``set`` would, in order (each becomes the newest
+    of its namespace), expiring at ``entry.expires_at`` (``None``: never, whatever the driver's
+    default TTL; a moment already past: the entry is skipped). ``entry.stored_at`` is ignored.
+    Every entry is validated before any is written. Core drivers write the whole batch in one
+    locked operation, round trip or transaction. ``claw-memory import`` uses it, so an export
+    of the target equals the file it was imported from, expiry times included.
+    """
+
+    async def restore(self, entries: Sequence[MemoryEntry]) -> None:
+        """Write ``entries`` with their absolute expiry times."""
         ...

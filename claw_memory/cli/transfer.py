@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Final, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
@@ -45,7 +45,7 @@ from claw_memory.cli._common import (
     plural,
     run,
 )
-from claw_memory.contracts import InspectableMemory, MemoryEntry
+from claw_memory.contracts import InspectableMemory, MemoryEntry, RestorableMemory
 
 if TYPE_CHECKING:
     from claw_memory.contracts import Memory
@@ -62,20 +62,6 @@ __all__ = [
 _CHUNK: Final = 1 << 20
 #: Entries per :meth:`RestorableMemory.restore` call.
 BATCH: Final = 500
-
-
-@runtime_checkable
-class RestorableMemory(Protocol):
-    """Optional: a driver that can write entries with absolute expiry times, in bulk.
-
-    ``restore(entries)`` stores each entry as ``set`` would, in order (each becomes the newest
-    of its namespace), expiring exactly at ``entry.expires_at`` (``None``: never, whatever the
-    driver's default TTL); ``entry.stored_at`` is ignored. It validates every entry before
-    writing any, and writes them in as few round trips or transactions as the backend allows.
-    ``import`` uses it so that an export of the target equals the file it was imported from.
-    """
-
-    async def restore(self, entries: Sequence[MemoryEntry]) -> None: ...
 
 
 def _dumps(value: Any) -> str:

@@ -17,12 +17,13 @@ import itertools
 import json
 import math
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from claw_memory import hooks as _hooks
 from claw_memory.contracts import MemoryEntry, MemoryHit
-from claw_memory.drivers.base import MISSING, BaseMemory
+from claw_memory.drivers.base import MISSING, BaseMemory, RestoreItem
 from claw_memory.hooks import Hooks
 from claw_memory.scoring import KeywordIndex, value_text
 from claw_memory.validation import (
@@ -35,6 +36,7 @@ from claw_memory.validation import (
 
 __all__ = ["ArrayMemory"]
 
+_PLAIN = frozenset({str, int, bool, type(None)})
 _monotonic = time.monotonic
 _wall = time.time
 _loads = json.loads
@@ -245,6 +247,23 @@ class ArrayMemory(BaseMemory):
             )
             for key, (stored, is_json, expires, _, stored_at) in space.entries.items()
         ]
+
+    async def _restore(self, items: Sequence[RestoreItem]) -> None:
+        offset = _monotonic() - _wall()  # absolute wall-clock expiry -> this driver's clock
+        for item in items:
+            space = self._space(item.namespace)
+            value = item.value
+            cls = value.__class__
+            plain = cls in _PLAIN or (cls is float and math.isfinite(value))
+            expires = None if item.expires_at is None else item.expires_at + offset
+            seq = next(self._seq)
+            space.entries.pop(item.key, None)
+            space.entries[item.key] = (
+                value if plain else item.encoded, not plain, expires, seq, _wall()
+            )
+            space.index.mark(item.key)
+            if expires is not None:
+                heapq.heappush(space.expiry, (expires, seq, item.key))
 
     # BaseMemory's hooks, for code that calls them generically.
     async def _get(self, namespace: str, key: str) -> Any:

@@ -8,12 +8,16 @@ then get the whole contract's argument handling for free.
 
 from __future__ import annotations
 
+import time
 from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar, Final
 
 from claw_memory import hooks as _hooks
-from claw_memory.contracts import MemoryHit, SearchableMemory
-from claw_memory.errors import ClawMemoryError, DriverUnavailableError
+from claw_memory.contracts import MemoryEntry, MemoryHit, SearchableMemory
+from claw_memory.errors import ClawMemoryError, DriverUnavailableError, InvalidValueError
 from claw_memory.hooks import Hooks
 from claw_memory.validation import (
     NamespaceValidator,
@@ -23,7 +27,7 @@ from claw_memory.validation import (
     validate_search,
 )
 
-__all__ = ["MISSING", "BaseMemory"]
+__all__ = ["MISSING", "BaseMemory", "RestoreItem"]
 
 
 class _Missing:
@@ -35,6 +39,21 @@ class _Missing:
 
 #: Returned by :meth:`BaseMemory._get` when a key is absent or expired.
 MISSING: Final[Any] = _Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreItem:
+    """One validated entry for :meth:`BaseMemory._restore`.
+
+    ``expires_at`` is a UNIX time in seconds (``None``: never expires); ``encoded`` is the
+    value's compact JSON text.
+    """
+
+    namespace: str
+    key: str
+    value: Any
+    encoded: str
+    expires_at: float | None
 
 
 class BaseMemory(SearchableMemory):
@@ -77,6 +96,21 @@ class BaseMemory(SearchableMemory):
 
     @abstractmethod
     async def _search(self, namespace: str, query: str, limit: int) -> list[MemoryHit]: ...
+
+    async def _restore(self, items: Sequence[RestoreItem]) -> None:
+        """Write validated entries with absolute expiry times.
+
+        This default goes through :meth:`_set` with the TTL left at the moment of each write,
+        so expiry lands up to that write's latency late; drivers override it to be exact and to
+        write the batch at once.
+        """
+        for item in items:
+            ttl = None
+            if item.expires_at is not None:
+                ttl = item.expires_at - time.time()
+                if ttl <= 0:
+                    continue
+            await self._set(item.namespace, item.key, item.value, item.encoded, ttl)
 
     def describe_error(self, exc: BaseException) -> str:
         """A safe one-line description of a backend error (no credentials, no values)."""
@@ -161,6 +195,25 @@ class BaseMemory(SearchableMemory):
         except self.backend_errors as exc:
             raise self._unavailable("check", namespace, exc) from exc
 
+    async def restore(self, entries: Sequence[MemoryEntry]) -> None:
+        """Write ``entries`` with their absolute expiry times (see ``RestorableMemory``)."""
+        items = prepare_restore(entries)
+        if not items:
+            return
+        try:
+            await self._restore(items)
+        except self.backend_errors as exc:
+            raise self._unavailable("restore", None, exc) from exc
+        if _hooks.active():
+            now = time.time()
+            for item in items:
+                await _hooks.emit(
+                    "memory.write",
+                    {"key": item.key, "namespace": item.namespace, "driver": self.driver_name,
+                     "ttl": None if item.expires_at is None else max(0.0, item.expires_at - now)},
+                    self.hooks,
+                )
+
     async def search(
         self, query: str, limit: int = 5, namespace: str = "default"
     ) -> list[MemoryHit]:
@@ -172,3 +225,28 @@ class BaseMemory(SearchableMemory):
             return await self._search(namespace, query, limit)
         except self.backend_errors as exc:
             raise self._unavailable("search", namespace, exc) from exc
+
+
+def prepare_restore(entries: Sequence[MemoryEntry]) -> list[RestoreItem]:
+    """Validate every entry (raising before anything is written) and drop expired ones."""
+    if not isinstance(entries, Sequence):
+        raise InvalidValueError("restore takes a sequence of MemoryEntry")
+    now = time.time()
+    items = []
+    for entry in entries:
+        if not isinstance(entry, MemoryEntry):
+            raise InvalidValueError(f"restore takes MemoryEntry items, not {type(entry).__name__}")
+        validate_key(entry.key)
+        NamespaceValidator.validate(entry.namespace)
+        encoded = encode_json(entry.value)
+        expires = entry.expires_at
+        if expires is not None:
+            if not isinstance(expires, datetime) or expires.tzinfo is None:
+                raise InvalidValueError("expires_at must be a timezone-aware datetime or None")
+            moment = expires.timestamp()
+            if moment <= now:
+                continue
+            items.append(RestoreItem(entry.namespace, entry.key, entry.value, encoded, moment))
+        else:
+            items.append(RestoreItem(entry.namespace, entry.key, entry.value, encoded, None))
+    return items

@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import pytest
@@ -20,7 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claw_memory import hooks
-from claw_memory.contracts import InspectableMemory, Memory, MemoryHit, SearchableMemory
+from claw_memory.contracts import (
+    InspectableMemory,
+    Memory,
+    MemoryEntry,
+    MemoryHit,
+    RestorableMemory,
+    SearchableMemory,
+)
 from claw_memory.errors import (
     InvalidKeyError,
     InvalidNamespaceError,
@@ -569,6 +576,48 @@ class MemoryConformance:
         assert await memory.entries("never-used") == []
         with pytest.raises(InvalidNamespaceError):
             await memory.entries("bad/namespace")
+
+    async def test_restore_writes_in_order_with_absolute_expiry(self, memory: Memory) -> None:
+        if not isinstance(memory, RestorableMemory):
+            pytest.skip("not restorable")
+        await memory.set("a", "old", ttl=0)
+        await memory.set("z", "stays first", ttl=0)
+        now = datetime.now(UTC)
+        later = datetime.fromtimestamp(round(now.timestamp() + 3600, 3), UTC)
+        await memory.restore([
+            MemoryEntry("a", {"restored": [1]}, "default", None, later),
+            MemoryEntry("b", "never expires", "default", None, None),
+            MemoryEntry("gone", "expired already", "default", None, now - timedelta(seconds=5)),
+            MemoryEntry("k", 1, "user:1", None, None),
+        ])
+        assert list((await memory.all()).items()) == [
+            ("z", "stays first"), ("a", {"restored": [1]}), ("b", "never expires"),
+        ]
+        assert await memory.all("user:1") == {"k": 1}
+        if isinstance(memory, InspectableMemory):
+            try:
+                entries = {e.key: e for e in await memory.entries()}
+            except MemoryException:
+                return
+            if entries["a"].stored_at is None:
+                return  # a wrapper over a driver that keeps no times
+            restored = entries["a"].expires_at
+            assert restored is not None
+            assert abs(restored.timestamp() - later.timestamp()) < 0.002
+            assert entries["b"].expires_at is None  # None means never, whatever the default
+
+    async def test_restore_validates_every_entry_before_writing_any(self, memory: Memory) -> None:
+        if not isinstance(memory, RestorableMemory):
+            pytest.skip("not restorable")
+        good = MemoryEntry("good", 1, "default", None, None)
+        for bad in (
+            MemoryEntry("", 1, "default", None, None),
+            MemoryEntry("k", {1, 2}, "default", None, None),
+            MemoryEntry("k", 1, "bad/ns", None, None),
+        ):
+            with pytest.raises((InvalidKeyError, InvalidValueError, InvalidNamespaceError)):
+                await memory.restore([good, bad])
+        assert await memory.all() == {}
 
     # -- events --------------------------------------------------------------------------------
     async def test_reads_writes_and_forgets_fire_events_without_values(

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+
 from claw_memory.contracts import (
     InspectableMemory,
     Memory,
     MemoryEntry,
     MemoryHit,
+    RestorableMemory,
     SearchableMemory,
 )
 from claw_memory.errors import MemoryException
 from claw_memory.scoring import TokenOverlapScorer
 from claw_memory.validation import NamespaceValidator, validate_search
 
-__all__ = ["entries_any", "namespaces_any", "search_any"]
+__all__ = ["entries_any", "namespaces_any", "restore_any", "search_any"]
 
 
 async def search_any(memory: Memory, query: str, limit: int, namespace: str) -> list[MemoryHit]:
@@ -42,3 +46,17 @@ async def namespaces_any(memory: Memory) -> list[str]:
     if isinstance(memory, InspectableMemory):
         return await memory.namespaces()
     raise MemoryException(f"{type(memory).__name__} cannot list its namespaces")
+
+
+async def restore_any(memory: Memory, entries: Sequence[MemoryEntry]) -> None:
+    """``memory.restore`` when it has it, else ``set`` with the TTL left at each write."""
+    if isinstance(memory, RestorableMemory):
+        await memory.restore(entries)
+        return
+    for entry in entries:
+        ttl: float = 0
+        if entry.expires_at is not None:
+            ttl = entry.expires_at.timestamp() - time.time()
+            if ttl <= 0:
+                continue
+        await memory.set(entry.key, entry.value, entry.namespace, ttl)

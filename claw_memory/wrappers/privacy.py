@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from claw_memory.contracts import Memory, MemoryEntry, MemoryHit, SearchableMemory
 from claw_memory.validation import NamespaceValidator, normalize_ttl, validate_key, validate_value
-from claw_memory.wrappers._search import entries_any, namespaces_any, search_any
+from claw_memory.drivers.base import prepare_restore
+from claw_memory.wrappers._search import entries_any, namespaces_any, restore_any, search_any
 
 __all__ = ["PrivacyAwareMemory"]
 
@@ -64,6 +66,13 @@ class PrivacyAwareMemory(SearchableMemory):
 
     async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
         return await entries_any(self.inner, namespace)
+
+    async def restore(self, entries: Sequence[MemoryEntry]) -> None:
+        """Restore through the inner driver, or validate and drop like ``set``."""
+        if self.store_messages:
+            await restore_any(self.inner, entries)
+        else:
+            prepare_restore(entries)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

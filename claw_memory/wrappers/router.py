@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claw_memory.contracts import Memory, MemoryEntry, MemoryHit, SearchableMemory
-from claw_memory.wrappers._search import entries_any, namespaces_any, search_any
+from claw_memory.drivers.base import prepare_restore
+from claw_memory.wrappers._search import entries_any, namespaces_any, restore_any, search_any
 
 __all__ = ["RouterMemory"]
 
@@ -83,6 +84,19 @@ class RouterMemory(SearchableMemory):
 
     async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
         return await entries_any(self.driver_for(namespace), namespace)
+
+    async def restore(self, entries: Sequence[MemoryEntry]) -> None:
+        """Restore each run of consecutive entries through the driver of its namespace."""
+        prepare_restore(entries)  # every entry is checked before any driver writes
+        runs: list[tuple[Memory, list[MemoryEntry]]] = []
+        for entry in entries:
+            target = self.driver_for(entry.namespace)
+            if runs and runs[-1][0] is target:
+                runs[-1][1].append(entry)
+            else:
+                runs.append((target, [entry]))
+        for driver, run in runs:
+            await restore_any(driver, run)
 
     async def aclose(self) -> None:
         seen: set[int] = set()

@@ -294,16 +294,6 @@ async def test_round_trip_file_to_redis_to_sqlite_keeps_10000_entries_with_ttls(
     assert_same_export(exported, read_lines(from_sqlite), exact=redis_exact and sqlite_exact)
 
 
-def _drivers_restore() -> bool:
-    from claw_memory.drivers.redis import RedisMemory
-
-    return all(hasattr(cls, "restore") for cls in (FileMemory, RedisMemory, SqlMemory))
-
-
-@pytest.mark.xfail(
-    not _drivers_restore(), strict=True,
-    reason="exact expiry needs RestorableMemory.restore on FileMemory, RedisMemory, SqlMemory",
-)
 async def test_round_trip_keeps_expiry_times_to_the_millisecond(
     tmp_path: Path, redis_target: Memory
 ) -> None:
