@@ -38,10 +38,10 @@ Errors
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from collections.abc import Sequence
 from typing import Any, Protocol, Self, runtime_checkable
 
 __all__ = [

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from claw_memory.contracts import Memory, MemoryEntry, MemoryHit, SearchableMemory
-from claw_memory.validation import NamespaceValidator, normalize_ttl, validate_key, validate_value
 from claw_memory.drivers.base import prepare_restore
+from claw_memory.validation import NamespaceValidator, normalize_ttl, validate_key, validate_value
 from claw_memory.wrappers._search import entries_any, namespaces_any, restore_any, search_any
 
 __all__ = ["PrivacyAwareMemory"]
