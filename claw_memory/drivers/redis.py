@@ -1,0 +1,341 @@
+"""``RedisMemory``: memory in Redis or Redis Cluster, on ``redis.asyncio`` (hiredis when installed).
+
+Layout (``docs/redis-layout.md`` has the whole picture). Every key of namespace ``ns`` is named
+``<prefix>{ns}:…``, so one namespace lives in one cluster hash slot and never shares a key with
+another (``a`` never sees ``a:b``):
+
+* ``v:<key>`` — the value's compact JSON, expiring by Redis's own ``PX`` TTL (``get`` is one
+  ``GET``).
+* ``o`` — sorted set of key → recency (microseconds of the server clock, strictly growing): the
+  order of ``all()``, the search tie-break and ``stored_at``.
+* ``t:<word>``, ``i``, ``w`` — the search index: a set of keys per keyword, the words each key
+  is indexed under, and the recency up to which the index is current. Like
+  :class:`~claw_memory.scoring.KeywordIndex` it is brought up to date by the next ``search``:
+  entries set since the mark go to the client once to be tokenised with
+  :class:`~claw_memory.scoring.TokenOverlapScorer`, so ``set`` is one short script.
+
+``set``, ``forget``, ``all``, ``flush`` and ``search`` are Lua scripts over one namespace's keys
+(atomic, one round trip each, no ``MULTI``; a search after new sets takes one more, a flush one
+per 500 entries); nothing ever walks the keyspace except :meth:`namespaces`, a maintenance
+listing that uses ``SCAN``. Expired entries vanish from ``get`` natively and are
+removed from the index by whichever of ``all``, ``search`` or ``set`` meets them first.
+
+Every operation is idempotent (a repeated ``set`` leaves the same state, made newest again), so
+connection errors and timeouts are retried by redis-py's ``Retry`` with jittered exponential
+backoff; past that, calls raise :class:`~claw_memory.errors.DriverUnavailableError` naming the
+host and port only. A client passed in is used as it is and not closed; one built from a URL is
+owned and closed by :meth:`aclose`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any, Final, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+try:
+    from redis import asyncio as aioredis
+    from redis import exceptions as redis_errors
+    from redis.asyncio.cluster import RedisCluster
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.commands.core import AsyncScript
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("RedisMemory needs redis-py: install claw-memory[redis]") from exc
+
+from claw_memory.contracts import MemoryEntry, MemoryHit
+from claw_memory.drivers import _redis_scripts as scripts
+from claw_memory.drivers.base import MISSING, BaseMemory
+from claw_memory.errors import ClawMemoryError, CorruptStoreError
+from claw_memory.hooks import Hooks
+from claw_memory.scoring import TokenOverlapScorer
+from claw_memory.validation import NamespaceValidator
+
+__all__ = ["RedisMemory"]
+
+DEFAULT_URL: Final = "redis://127.0.0.1:6379"
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FLUSH_BATCH: Final = 500
+# Entries handed to the client per round trip to be tokenised, and their total size.
+_INDEX_BATCH: Final = 500
+_INDEX_BYTES: Final = 1 << 20
+
+_Arg = bytes | str | int
+# json.loads(bytes) sniffs the encoding in Python first: decoding to str here is 2x faster.
+_decode_json = json.JSONDecoder().decode
+_keywords = TokenOverlapScorer.keywords
+
+
+def _text(raw: bytes | str) -> str:
+    return raw if isinstance(raw, str) else raw.decode()
+
+
+def _utc(micros: bytes | str | int | float) -> datetime:
+    return datetime.fromtimestamp(int(float(micros)) / 1e6, UTC)
+
+
+class RedisMemory(BaseMemory):
+    """Memory in Redis or Redis Cluster. Entries expire after ``default_ttl`` seconds (one
+    day; ``0`` for never).
+
+    Pass a ``redis.asyncio.Redis`` or ``RedisCluster`` as ``redis`` (left open), or a ``url``
+    (else ``$REDIS_URL``, else ``redis://127.0.0.1:6379``): user name, password and database
+    number come from it, ``rediss://`` verifies the server certificate (pass ``ssl_ca_certs``
+    and the like as keyword options), and ``?cluster=true`` connects to a cluster. ``timeout``
+    bounds each command and ``connect_timeout`` each connection attempt; ``retries`` counts the
+    retries after a connection error or timeout (with jittered backoff of at most a second), so
+    a server that is down fails within about ``(retries + 1) * connect_timeout + retries``
+    seconds (at once when the connection is refused), one that hangs within
+    ``(retries + 1) * timeout + retries``. Other keyword options go to redis-py's ``from_url``.
+    Needs Redis 6.2 or later.
+    """
+
+    driver_name = "redis"
+    backend_errors = (redis_errors.RedisError, redis_errors.RedisClusterException, OSError)
+
+    def __init__(
+        self,
+        redis: aioredis.Redis | RedisCluster | None = None,
+        url: str | None = None,
+        *,
+        default_ttl: float | None = 86400,
+        prefix: str = "phpclaw:",
+        hooks: Hooks | None = None,
+        timeout: float | None = 5.0,
+        connect_timeout: float = 2.0,
+        retries: int = 2,
+        **client_options: Any,
+    ) -> None:
+        super().__init__(default_ttl=default_ttl, hooks=hooks)
+        if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
+            # A brace in the prefix would change which part of the key Redis Cluster hashes.
+            raise ValueError("prefix must be a str without '{' or '}'")
+        if redis is not None and (url is not None or client_options):
+            raise ValueError("pass either a client or a URL (with its options), not both")
+        self._prefix = prefix
+        self._owned = redis is None
+        if redis is None:
+            url = url or os.environ.get("REDIS_URL") or DEFAULT_URL
+            self._where = _where_from_url(url)
+            client_options.setdefault("socket_timeout", timeout)
+            client_options.setdefault("socket_connect_timeout", connect_timeout)
+            client_options.setdefault(
+                "retry", Retry(ExponentialWithJitterBackoff(cap=1.0, base=0.05), retries)
+            )
+            client_options.setdefault(
+                "retry_on_error", [redis_errors.ConnectionError, redis_errors.TimeoutError]
+            )
+            redis = _connect(url, client_options)
+        else:
+            self._where = _where_from_client(redis)
+        self._redis = redis
+        self._set_script = redis.register_script(scripts.SET)
+        self._forget_script = redis.register_script(scripts.FORGET)
+        self._all_script = redis.register_script(scripts.ALL)
+        self._flush_script = redis.register_script(scripts.FLUSH)
+        self._search_script = redis.register_script(scripts.SEARCH)
+        self._entries_script = redis.register_script(scripts.ENTRIES)
+        self._live_script = redis.register_script(scripts.LIVE)
+
+    @property
+    def client(self) -> aioredis.Redis | RedisCluster:
+        """The redis-py client in use."""
+        return self._redis
+
+    def describe_error(self, exc: BaseException) -> str:
+        return f"{type(exc).__name__} talking to {self._where}"
+
+    def _unavailable(self, op: str, namespace: str | None, exc: BaseException) -> ClawMemoryError:
+        if isinstance(exc, redis_errors.ResponseError) and str(exc).startswith("WRONGTYPE"):
+            return CorruptStoreError(
+                f"redis memory could not {op}: a key of namespace {namespace!r} holds data of "
+                "another type (is another application using the same prefix?)",
+                namespace=namespace,
+            )
+        return super()._unavailable(op, namespace, exc)
+
+    def _recency(self, namespace: str) -> str:
+        """The namespace's recency set: the key every script is called with."""
+        return f"{self._prefix}{{{namespace}}}:o"
+
+    def _decode(self, namespace: str, raw: bytes | str) -> Any:
+        try:
+            return _decode_json(_text(raw))
+        except ValueError:  # UnicodeDecodeError included
+            raise _corrupt(namespace) from None
+
+    async def _run(self, script: AsyncScript, *args: _Arg, keys: int = 1) -> Any:
+        """Run ``script`` by its SHA: one round trip, with the fewest arguments to encode."""
+        try:
+            return await self._redis.evalsha(script.sha, keys, *args)
+        except redis_errors.NoScriptError:
+            # The server lost its script cache (a restart, SCRIPT FLUSH): this loads it again.
+            return await script(keys=cast("list[str]", args[:keys]), args=args[keys:])
+
+    # -- BaseMemory's hooks ------------------------------------------------------------------
+    async def _get(self, namespace: str, key: str) -> Any:
+        raw = await self._redis.get(f"{self._prefix}{{{namespace}}}:v:{key}")
+        if raw is None:
+            return MISSING
+        try:
+            return _decode_json(raw.decode() if isinstance(raw, bytes) else raw)
+        except ValueError:  # UnicodeDecodeError included
+            raise _corrupt(namespace) from None
+
+    async def _has(self, namespace: str, key: str) -> bool:
+        return bool(await self._redis.exists(f"{self._prefix}{{{namespace}}}:v:{key}"))
+
+    async def _set(
+        self, namespace: str, key: str, value: Any, encoded: str, ttl: float | None
+    ) -> None:
+        base = f"{self._prefix}{{{namespace}}}:"
+        ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
+        args = (base + "o", base + "v:" + key, key, encoded, ttl_ms)
+        try:  # _run, inlined: a set is the cheapest script, so its call overhead shows most
+            await self._redis.evalsha(self._set_script.sha, 2, *args)
+        except redis_errors.NoScriptError:
+            await self._set_script(keys=args[:2], args=args[2:])
+
+    async def _forget(self, namespace: str, key: str) -> None:
+        await self._run(self._forget_script, self._recency(namespace), key)
+
+    async def _flush(self, namespace: str) -> None:
+        recency = self._recency(namespace)
+        upto: bytes | str = ""
+        more = 1
+        while more:
+            more, upto = await self._run(self._flush_script, recency, upto, _FLUSH_BATCH)
+
+    async def _all(self, namespace: str) -> dict[str, Any]:
+        reply = await self._run(self._all_script, self._recency(namespace))
+        return {
+            _text(reply[j]): self._decode(namespace, reply[j + 1]) for j in range(0, len(reply), 2)
+        }
+
+    async def _search(self, namespace: str, query: str, limit: int) -> list[MemoryHit]:
+        words = _keywords(query)
+        if not words:
+            return []
+        head: list[_Arg] = [self._recency(namespace), limit, _INDEX_BATCH, _INDEX_BYTES,
+                            len(words), *words]
+        indexed: list[_Arg] = []
+        while True:
+            reply = await self._run(self._search_script, *head, *indexed)
+            if reply[0] == 1:
+                break
+            # Entries not indexed yet: tokenise them here (Redis cannot case-fold Unicode)
+            # and send their words with the next call, which also answers the query.
+            indexed = []
+            for j in range(1, len(reply), 3):
+                raw = reply[j + 2]
+                text = _text(raw)
+                if text[:1] == '"':  # a str value is scored on itself, not its JSON
+                    text = self._decode(namespace, text)
+                indexed += [reply[j], reply[j + 1], " ".join(_keywords(text))]
+        return [
+            MemoryHit(
+                _text(reply[j]),
+                self._decode(namespace, reply[j + 1]),
+                namespace,
+                float(reply[j + 2]),
+                _utc(reply[j + 3]),
+            )
+            for j in range(1, len(reply), 4)
+        ]
+
+    # -- listing (maintenance) ---------------------------------------------------------------
+    async def namespaces(self) -> list[str]:
+        """Every namespace with a live entry under this prefix, sorted.
+
+        This is the one operation that walks the keyspace (``SCAN`` for ``<prefix>{*}:o``), so
+        it is meant for export and inspection, not for a request path.
+        """
+        pattern = _glob_escape(self._prefix) + "{*}:o"
+        start = len(self._prefix) + 1
+        found: set[str] = set()
+        try:
+            async for name in self._redis.scan_iter(match=pattern, count=1000):
+                namespace = _text(name)[start:-3]
+                try:
+                    NamespaceValidator.validate(namespace)
+                except ClawMemoryError:
+                    continue
+                if await self._run(self._live_script, self._recency(namespace)):
+                    found.add(namespace)
+        except self.backend_errors as exc:
+            raise self._unavailable("list namespaces", None, exc) from exc
+        return sorted(found)
+
+    async def entries(self, namespace: str = "default") -> list[MemoryEntry]:
+        """The live entries of ``namespace`` with their times, oldest stored first."""
+        NamespaceValidator.validate(namespace)
+        try:
+            reply = await self._run(self._entries_script, self._recency(namespace))
+        except self.backend_errors as exc:
+            raise self._unavailable("list entries", namespace, exc) from exc
+        now_ms = int(reply[0])
+        return [
+            MemoryEntry(
+                _text(reply[j]),
+                self._decode(namespace, reply[j + 1]),
+                namespace,
+                _utc(reply[j + 2]),
+                None if int(reply[j + 3]) < 0
+                else datetime.fromtimestamp((now_ms + int(reply[j + 3])) / 1000, UTC),
+            )
+            for j in range(1, len(reply), 4)
+        ]
+
+    async def aclose(self) -> None:
+        """Close the client if this instance built it from a URL; a client passed in stays open."""
+        if self._owned:
+            await self._redis.aclose()
+
+
+def _corrupt(namespace: str) -> CorruptStoreError:
+    return CorruptStoreError(
+        f"redis memory holds a value that is not JSON in namespace {namespace!r}",
+        namespace=namespace,
+    )
+
+
+def _connect(url: str, options: dict[str, Any]) -> aioredis.Redis | RedisCluster:
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    cluster = any(name == "cluster" and value.lower() in _TRUE for name, value in query)
+    rest = urlencode([(name, value) for name, value in query if name != "cluster"])
+    url = urlunsplit(parts._replace(query=rest))
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return aioredis.Redis.from_url(url, **options)
+
+
+def _where_from_url(url: str) -> str:
+    """``host:port`` of a Redis URL, never its user name, password or query."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme == "unix":
+            return "a unix socket"
+        return f"{parts.hostname or '127.0.0.1'}:{parts.port or 6379}"
+    except ValueError:
+        return "redis"
+
+
+def _where_from_client(client: Any) -> str:
+    try:
+        options = client.connection_pool.connection_kwargs
+        if "path" in options:
+            return "a unix socket"
+        return f"{options.get('host', '127.0.0.1')}:{options.get('port', 6379)}"
+    except AttributeError:
+        pass
+    try:  # RedisCluster: the first node it was given, as "host:port"
+        return str(next(iter(client.nodes_manager.startup_nodes)))
+    except (AttributeError, StopIteration):
+        return "redis"
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)

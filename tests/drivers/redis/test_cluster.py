@@ -1,0 +1,95 @@
+"""RedisMemory on a 3-master Redis Cluster started by the tests (the conformance suite runs on
+it too, as ``redis-cluster``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+import pytest
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+
+from claw_memory.drivers.redis import RedisMemory
+from tests.drivers.redis.servers import RedisClusterServers, shared_cluster
+from tests.support.drivers_redis import remove_keys, unique_prefix
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> RedisClusterServers:
+    return shared_cluster(request.config)
+
+
+async def test_each_namespace_lives_on_one_node_and_namespaces_spread(
+    cluster: RedisClusterServers,
+) -> None:
+    prefix = unique_prefix()
+    async with RedisMemory(url=cluster.url, prefix=prefix) as memory:
+        try:
+            namespaces = [f"user:{i}" for i in range(24)]
+            for namespace in namespaces:
+                for key in ("a", "{b}", "c}d{"):
+                    await memory.set(key, f"gold words in {namespace}", namespace)
+                assert len(await memory.search("gold words", 5, namespace)) == 3
+            nodes_of: dict[str, set[int]] = defaultdict(set)
+            for node in cluster.nodes:  # a plain client scans that one node's keys
+                client = aioredis.Redis(port=node.port)
+                try:
+                    async for name in client.scan_iter(match=prefix + "*"):
+                        namespace = name.decode()[len(prefix) + 1:].split("}", 1)[0]
+                        nodes_of[namespace].add(node.port)
+                finally:
+                    await client.aclose()
+            assert sorted(nodes_of) == sorted(namespaces)
+            assert all(len(ports) == 1 for ports in nodes_of.values())
+            assert len(set().union(*nodes_of.values())) == 3
+        finally:
+            await remove_keys(memory, prefix)
+
+
+async def test_a_cluster_client_passed_in_works_and_is_left_open(
+    cluster: RedisClusterServers,
+) -> None:
+    client = RedisCluster.from_url(f"redis://127.0.0.1:{cluster.nodes[1].port}")
+    prefix = unique_prefix()
+    try:
+        async with RedisMemory(client, prefix=prefix) as memory:
+            await memory.set("k", {"v": "cluster words"}, "ns")
+            assert await memory.all("ns") == {"k": {"v": "cluster words"}}
+            assert [h.key for h in await memory.search("cluster", 5, "ns")] == ["k"]
+            await memory.flush("ns")
+            assert await memory.all("ns") == {}
+        assert await client.ping()
+        await remove_keys(memory, prefix)
+    finally:
+        await client.aclose()
+
+
+def test_a_new_event_loop_each_time_closes_cleanly(cluster: RedisClusterServers) -> None:
+    # redis-py's cluster transactions tie a connection to the loop that ran them; RedisMemory
+    # uses scripts only, so building, using and closing it in fresh loops must just work.
+    prefix = unique_prefix()
+
+    async def once(i: int) -> None:
+        async with RedisMemory(url=cluster.url, prefix=prefix) as memory:
+            await memory.set(f"k{i}", "loop words", "loops")
+            assert len(await memory.search("loop", 5, "loops")) == i + 1
+            if i == 2:
+                await memory.flush("loops")
+                await remove_keys(memory, prefix)
+
+    for i in range(3):
+        asyncio.run(once(i))
+
+
+async def test_namespaces_are_listed_from_every_node(cluster: RedisClusterServers) -> None:
+    prefix = unique_prefix()
+    namespaces = [f"team.{i}" for i in range(12)]
+    async with RedisMemory(url=cluster.url, prefix=prefix) as memory:
+        try:
+            for namespace in namespaces:
+                await memory.set("k", 1, namespace)
+            assert await memory.namespaces() == sorted(namespaces)
+            assert [e.key for e in await memory.entries("team.3")] == ["k"]
+        finally:
+            await remove_keys(memory, prefix)
