@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ALL", "ENTRIES", "FLUSH", "FORGET", "LIVE", "SEARCH", "SET"]
+__all__ = ["ALL", "ENTRIES", "FLUSH", "FORGET", "LIVE", "RESTORE", "SEARCH", "SET"]
 
 _PRELUDE: Final = """
 local recency = KEYS[1]
@@ -139,13 +139,39 @@ for j = 1, #members, 2 do
       out[#out + 1] = k
       out[#out + 1] = value
       out[#out + 1] = members[j + 1]
-      out[#out + 1] = redis.call('PTTL', name)
+      -- The absolute expiry where the server has PEXPIRETIME (Redis 7), else now + PTTL.
+      local ok, at = pcall(redis.call, 'PEXPIRETIME', name)
+      if not ok then
+        at = redis.call('PTTL', name)
+        if at >= 0 then at = out[1] + at end
+      end
+      out[#out + 1] = at
     else
       drop(k)
     end
   end
 end
 return out
+"""
+
+#: KEYS: recency. ARGV: (key, value JSON, absolute expiry in UNIX ms or 0 = never) triples.
+#: Writes them in order, each the newest of the namespace, as SET would.
+RESTORE: Final = _PRELUDE + """
+local t = redis.call('TIME')
+local score = t[1] * 1000000 + t[2]
+local last = redis.call('ZRANGE', recency, -1, -1, 'WITHSCORES')[2]
+if last and tonumber(last) >= score then score = tonumber(last) + 1 end
+for j = 1, #ARGV, 3 do
+  local name = base .. 'v:' .. ARGV[j]
+  if ARGV[j + 2] ~= '0' then
+    redis.call('SET', name, ARGV[j + 1], 'PXAT', ARGV[j + 2])
+  else
+    redis.call('SET', name, ARGV[j + 1])
+  end
+  redis.call('ZADD', recency, score, ARGV[j])
+  score = score + 1
+end
+return 1
 """
 
 #: KEYS: recency. Returns 1 when the namespace has a live entry.

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -47,7 +48,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from claw_memory.contracts import MemoryEntry, MemoryHit
 from claw_memory.drivers import _redis_scripts as scripts
-from claw_memory.drivers.base import MISSING, BaseMemory
+from claw_memory.drivers.base import MISSING, BaseMemory, RestoreItem
 from claw_memory.errors import ClawMemoryError, CorruptStoreError
 from claw_memory.hooks import Hooks
 from claw_memory.scoring import TokenOverlapScorer
@@ -58,6 +59,7 @@ __all__ = ["RedisMemory"]
 DEFAULT_URL: Final = "redis://127.0.0.1:6379"
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FLUSH_BATCH: Final = 500
+_RESTORE_BATCH: Final = 500
 # Entries handed to the client per round trip to be tokenised, and their total size.
 _INDEX_BATCH: Final = 500
 _INDEX_BYTES: Final = 1 << 20
@@ -138,6 +140,7 @@ class RedisMemory(BaseMemory):
         self._search_script = redis.register_script(scripts.SEARCH)
         self._entries_script = redis.register_script(scripts.ENTRIES)
         self._live_script = redis.register_script(scripts.LIVE)
+        self._restore_script = redis.register_script(scripts.RESTORE)
 
     @property
     def client(self) -> aioredis.Redis | RedisCluster:
@@ -275,7 +278,6 @@ class RedisMemory(BaseMemory):
             reply = await self._run(self._entries_script, self._recency(namespace))
         except self.backend_errors as exc:
             raise self._unavailable("list entries", namespace, exc) from exc
-        now_ms = int(reply[0])
         return [
             MemoryEntry(
                 _text(reply[j]),
@@ -283,10 +285,28 @@ class RedisMemory(BaseMemory):
                 namespace,
                 _utc(reply[j + 2]),
                 None if int(reply[j + 3]) < 0
-                else datetime.fromtimestamp((now_ms + int(reply[j + 3])) / 1000, UTC),
+                else datetime.fromtimestamp(int(reply[j + 3]) / 1000, UTC),
             )
             for j in range(1, len(reply), 4)
         ]
+
+    async def _restore(self, items: Sequence[RestoreItem]) -> None:
+        # One script call per run of one namespace (one hash slot), in batches.
+        start = 0
+        while start < len(items):
+            namespace = items[start].namespace
+            end = start
+            while (
+                end < len(items) and items[end].namespace == namespace
+                and end - start < _RESTORE_BATCH
+            ):
+                end += 1
+            args: list[_Arg] = []
+            for item in items[start:end]:
+                at = 0 if item.expires_at is None else max(1, round(item.expires_at * 1000))
+                args += [item.key, item.encoded, at]
+            await self._run(self._restore_script, self._recency(namespace), *args)
+            start = end
 
     async def aclose(self) -> None:
         """Close the client if this instance built it from a URL; a client passed in stays open."""

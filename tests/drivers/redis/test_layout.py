@@ -350,3 +350,29 @@ async def test_a_key_of_another_type_is_a_corrupt_store(memory: RedisMemory) -> 
     await memory.client.set(f"{memory._prefix}{{clash}}:o", "someone else's string")
     with pytest.raises(CorruptStoreError, match="clash"):
         await memory.set("k", 1, "clash")
+
+
+async def test_restore_writes_a_namespace_run_in_one_script_call_with_exact_expiry(
+    memory: RedisMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from claw_memory.contracts import MemoryEntry
+
+    calls: list[int] = []
+    original = memory._run
+
+    async def counting(script: Any, *args: Any, keys: int = 1) -> Any:
+        calls.append(len(args))
+        return await original(script, *args, keys=keys)
+
+    monkeypatch.setattr(memory, "_run", counting)
+    at = datetime.fromtimestamp(round(datetime.now(UTC).timestamp() + 600, 3), UTC)
+    entries = [MemoryEntry(f"k{i}", i, "bulk", None, at) for i in range(300)]
+    entries.append(MemoryEntry("other", 1, "elsewhere", None, None))
+    await memory.restore(entries)
+    assert len(calls) == 2  # one script call per namespace run
+    listed = await memory.entries("bulk")
+    assert [e.key for e in listed] == [f"k{i}" for i in range(300)]
+    assert {e.expires_at for e in listed} == {at}
+    assert (await memory.entries("elsewhere"))[0].expires_at is None
