@@ -15,7 +15,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Any, Final
 
@@ -23,7 +23,7 @@ from claw_memory.errors import CorruptStoreError, InvalidNamespaceError
 from claw_memory.scoring import KeywordIndex
 from claw_memory.validation import NamespaceValidator, encode_json
 
-__all__ = ["Entry", "Space", "Store", "decode_namespace", "encode_namespace"]
+__all__ = ["Entry", "Space", "Store", "Write", "decode_namespace", "encode_namespace"]
 
 FORMAT_VERSION: Final = 1
 PREFIX: Final = "ns-"
@@ -36,6 +36,9 @@ TMP: Final = ".tmp"
 # times; sequence number, higher = stored more recently).
 Entry = tuple[Any, bool, float, float | None, int]
 Record = dict[str, Any]
+# A set to write: (key, value as an Entry keeps it, is_json, JSON text, expires_at as a UNIX
+# time or None).
+Write = tuple[str, Any, bool, str, float | None]
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -258,6 +261,18 @@ class Store:
         with self._session(space, create=True) as journal:
             self._write_set(space, journal, key, stored, is_json, encoded, ttl)
 
+    def restore(self, batches: Sequence[tuple[Space, Sequence[Write]]]) -> None:
+        """Write each space's sets in order, with their absolute expiry, one lock per space.
+
+        Sets whose expiry has passed by the time the lock is held are skipped.
+        """
+        for space, writes in batches:
+            with self._session(space, create=True) as journal:
+                now = _time()
+                self._write_sets(
+                    space, journal, [w for w in writes if w[4] is None or w[4] > now], now
+                )
+
     def update(self, space: Space, key: str, fn: Callable[[Any], Any],
                ttl: float | None) -> tuple[Any, BaseException | None]:
         """Apply ``fn`` to the current value and store its result; ``fn``'s error is returned."""
@@ -401,28 +416,43 @@ class Store:
                    is_json: bool, encoded: str, ttl: float | None) -> None:
         now = _time()
         expires = None if ttl is None else now + ttl
-        self._append(space, journal, _set_line(key, encoded, now, expires))
-        space.seq += 1
-        space.entries.pop(key, None)
-        space.entries[key] = (stored, is_json, now, expires, space.seq)
-        space.index.mark(key)
+        self._write_sets(space, journal, [(key, stored, is_json, encoded, expires)], now)
+
+    def _write_sets(self, space: Space, journal: _Journal, writes: Sequence[Write],
+                    now: float) -> None:
+        """Append one set record per write, in one ``os.write``, then update the cache."""
+        if not writes:
+            return
+        self._append(space, journal, b"".join(
+            [_set_line(key, encoded, now, expires) for key, _, _, encoded, expires in writes]
+        ))
+        entries, mark = space.entries, space.index.mark
+        for key, stored, is_json, _, expires in writes:
+            space.seq += 1
+            entries.pop(key, None)
+            entries[key] = (stored, is_json, now, expires, space.seq)
+            mark(key)
         self._maybe_compact(space)
 
-    def _append(self, space: Space, journal: _Journal, line: bytes) -> None:
+    def _append(self, space: Space, journal: _Journal, data: bytes) -> None:
+        """Append whole records (one ``os.write`` on the ``O_APPEND`` fd, in practice)."""
         fd = journal.fd
         if fd is None:
             fd = journal.fd = self._new_journal(space, space.gen or secrets.token_hex(8))
         try:
-            written = os.write(fd, line)  # one write on an O_APPEND fd: one record
-            if written != len(line):
-                raise OSError(errno.ENOSPC, "short write to the journal")
+            view = memoryview(data)
+            while view:  # a regular file writes all at once but past 2 GiB or on an error
+                written = os.write(fd, view)
+                if not written:
+                    raise OSError(errno.ENOSPC, "short write to the journal")
+                view = view[written:]
             if self.fsync:
                 _fsync(fd)
         except OSError:
             with suppress(OSError):  # leave no partial or unacknowledged record behind
                 os.ftruncate(fd, space.size)
             raise
-        space.size += written
+        space.size += len(data)
         space.mtime = os.fstat(fd).st_mtime_ns
 
     def _maybe_compact(self, space: Space) -> None:

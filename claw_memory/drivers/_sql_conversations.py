@@ -41,7 +41,9 @@ from claw_memory.errors import CorruptStoreError, InvalidValueError
 from claw_memory.scoring import TokenOverlapScorer
 from claw_memory.validation import encode_json
 
-__all__ = ["CONVERSATIONS", "ROLES", "ConversationStore", "validate_conversation"]
+__all__ = [
+    "CONVERSATIONS", "ROLES", "ConversationStore", "PreparedConversation", "validate_conversation",
+]
 
 CONVERSATIONS: Final = "conversations"
 ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
@@ -188,6 +190,15 @@ class _Saved:
     messages: list[Any] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class PreparedConversation:
+    """A validated document with its rows, for :meth:`ConversationStore.write`."""
+
+    key: str
+    rows: list[dict[str, Any]]
+    values: dict[str, Any]
+
+
 # -- storage ----------------------------------------------------------------------------------
 
 class ConversationStore:
@@ -287,7 +298,30 @@ class ConversationStore:
                 if attempt == 2:
                     raise
                 saved = None
-        self._saved[key] = result
+        self.remember(key, result)
+
+    def prepare(self, key: str, document: Any, expires_at: datetime | None
+                ) -> PreparedConversation:
+        """Validate ``document`` (as :meth:`save` does) and build its rows, without I/O.
+
+        Its recency is taken now, so documents prepared in turn are stored in that order.
+        """
+        header, messages = _split(key, document)
+        rows = [_message_row(m, i) for i, m in enumerate(messages)]
+        values = dict(header.columns, seq=self._clock(), message_count=len(rows),
+                      expires_at=expires_at)
+        return PreparedConversation(key, rows, values)
+
+    async def write(
+        self, conn: AsyncConnection, prepared: Sequence[PreparedConversation]
+    ) -> list[tuple[str, _Saved]]:
+        """Store prepared documents in the caller's transaction; hand the result to
+        :meth:`remember` once it commits."""
+        return [(p.key, await self._write_all(conn, p.key, p.rows, p.values)) for p in prepared]
+
+    def remember(self, key: str, saved: _Saved) -> None:
+        """Keep what a committed transaction stored, for the next save's append path."""
+        self._saved[key] = saved
         self._saved.move_to_end(key)
         if len(self._saved) > _CACHED_CONVERSATIONS:
             self._saved.popitem(last=False)
@@ -315,6 +349,14 @@ class ConversationStore:
                 return _Saved(seq, digest, saved.messages + [_copy(r) for r in rows])
         # The general path: this process does not know the stored state, or it changed.
         rows = [_message_row(m, i) for i, m in enumerate(messages)]
+        return await self._write_all(conn, key, rows, values)
+
+    async def _write_all(
+        self, conn: AsyncConnection, key: str, rows: list[dict[str, Any]], values: dict[str, Any]
+    ) -> _Saved:
+        """Store a whole document over an unknown stored state (a matching stored prefix of its
+        messages is kept, only the rest is inserted)."""
+        seq = values["seq"]
         digests = _chain("", [r["document"] for r in rows])
         digest = digests[-1] if digests else ""
         # Writing first takes the row lock (and SQLite's write lock) before reading the state.

@@ -32,7 +32,8 @@ import inspect
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
@@ -40,8 +41,15 @@ import anyio.to_thread
 
 from claw_memory import hooks as _hooks
 from claw_memory.contracts import MemoryEntry, MemoryHit
-from claw_memory.drivers._filestore import Entry, Space, Store, encode_namespace, stored_form
-from claw_memory.drivers.base import MISSING, BaseMemory
+from claw_memory.drivers._filestore import (
+    Entry,
+    Space,
+    Store,
+    Write,
+    encode_namespace,
+    stored_form,
+)
+from claw_memory.drivers.base import MISSING, BaseMemory, RestoreItem
 from claw_memory.hooks import Hooks
 from claw_memory.scoring import value_text
 from claw_memory.validation import NamespaceValidator, normalize_ttl, validate_key
@@ -155,6 +163,23 @@ class FileMemory(BaseMemory):
         stored, is_json = stored_form(value, encoded)
         await self._locked(self._space(namespace), self._store.put, key, stored, is_json,
                            encoded, ttl)
+
+    async def _restore(self, items: Sequence[RestoreItem]) -> None:
+        # One thread hop for the batch; in it, each namespace's lock is held once while its
+        # records are appended (journals store absolute expiry, so it is kept exactly).
+        batches: dict[str, list[Write]] = {}
+        for item in items:
+            stored, is_json = stored_form(item.value, item.encoded)
+            batches.setdefault(item.namespace, []).append(
+                (item.key, stored, is_json, item.encoded, item.expires_at)
+            )
+        spaces = [(self._space(namespace), writes) for namespace, writes in batches.items()]
+        async with AsyncExitStack() as stack:
+            # Several in-process locks: always taken in namespace order, so two batches
+            # sharing namespaces cannot wait on each other.
+            for space, _ in sorted(spaces, key=lambda pair: pair[0].namespace):
+                await stack.enter_async_context(_lock(space))
+            await _run_sync(self._store.restore, spaces)
 
     async def _forget(self, namespace: str, key: str) -> None:
         await self._locked(self._space(namespace), self._store.remove, key)

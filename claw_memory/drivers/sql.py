@@ -27,12 +27,13 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Final
 
 from claw_memory import hooks as _hooks
 from claw_memory.contracts import MemoryEntry, MemoryHit
-from claw_memory.drivers.base import MISSING, BaseMemory
+from claw_memory.drivers.base import MISSING, BaseMemory, RestoreItem
 from claw_memory.errors import CorruptStoreError, DriverUnavailableError
 from claw_memory.hooks import Hooks
 from claw_memory.scoring import TokenOverlapScorer
@@ -40,13 +41,17 @@ from claw_memory.validation import NamespaceValidator, normalize_ttl, validate_k
 
 try:
     from sqlalchemy import URL, make_url
-    from sqlalchemy.exc import DBAPIError, NoSuchModuleError, SQLAlchemyError
+    from sqlalchemy.exc import DBAPIError, IntegrityError, NoSuchModuleError, SQLAlchemyError
     from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
     from sqlalchemy.pool import StaticPool
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("SqlMemory needs SQLAlchemy: install claw-memory[sql]") from exc
 
-from claw_memory.drivers._sql_conversations import CONVERSATIONS, ConversationStore
+from claw_memory.drivers._sql_conversations import (
+    CONVERSATIONS,
+    ConversationStore,
+    PreparedConversation,
+)
 from claw_memory.drivers._sql_schema import MYSQL, Statements, build_tables, migrate
 
 __all__ = ["SqlMemory"]
@@ -263,6 +268,52 @@ class SqlMemory(BaseMemory):
         async with self._engine.begin() as conn:
             await conn.execute(self._q.upsert, params)
 
+    async def _restore(self, items: Sequence[RestoreItem]) -> None:
+        # Everything is validated (conversation documents included) and given its recency in
+        # batch order before the one transaction starts. A key given twice keeps its last
+        # entry, which is what writing both in order would leave.
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        documents: dict[str, PreparedConversation] = {}
+        for item in items:
+            expires = None if item.expires_at is None else _utc(item.expires_at)
+            if item.namespace == CONVERSATIONS:
+                documents.pop(item.key, None)
+                documents[item.key] = self._conversations.prepare(item.key, item.value, expires)
+                continue
+            seq = _next_seq()
+            rows.pop((item.namespace, item.key), None)
+            rows[item.namespace, item.key] = {
+                "ns": item.namespace, "key": item.key, "value": item.encoded, "seq": seq,
+                "now": _utc(seq / 1_000_000), "exp": expires,
+            }
+        if not self._ready:
+            await self._ensure_schema()
+        cutoff = _now()  # skip what expired since the batch was checked
+        upserts = [r for r in rows.values() if r["exp"] is None or r["exp"] > cutoff]
+        prepared = [
+            p for p in documents.values()
+            if p.values["expires_at"] is None or p.values["expires_at"] > cutoff
+        ]
+        if not upserts and not prepared:
+            return
+        # Recency is each row's seq, not the order of writing: writing in key order makes two
+        # restores that share keys lock rows in the same order instead of deadlocking.
+        upserts.sort(key=lambda row: (row["ns"], row["key"]))
+        prepared.sort(key=lambda document: document.key)
+        for attempt in (1, 2):
+            try:
+                async with self._engine.begin() as conn:
+                    if upserts:
+                        await conn.execute(self._q.upsert, upserts)
+                    saved = await self._conversations.write(conn, prepared)
+                break
+            except IntegrityError:
+                # Another writer created one of the conversations meanwhile: it exists now.
+                if attempt == 2 or not prepared:
+                    raise
+        for key, state in saved:
+            self._conversations.remember(key, state)
+
     async def _forget(self, namespace: str, key: str) -> None:
         if not self._ready:
             await self._ensure_schema()
@@ -337,6 +388,10 @@ class SqlMemory(BaseMemory):
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, UTC)
 
 
 def _decode(stored: str, namespace: str) -> Any:

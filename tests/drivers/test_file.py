@@ -7,10 +7,12 @@ and its own lock file descriptors, exactly as another process would.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import random
 import string
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claw_memory import hooks
+from claw_memory.contracts import MemoryEntry
 from claw_memory.drivers import _filestore
 from claw_memory.drivers import file as file_module
 from claw_memory.drivers._filestore import decode_namespace, encode_namespace
@@ -338,7 +341,10 @@ BROKEN = "user:1"
 
 def _garble_middle_of_journal(store: Path) -> None:
     lines = journal(store, BROKEN).read_bytes().split(b"\n")
-    lines[2] = b'{"op":"set","k":"b","v":'
+    # The record of "c", which "d" follows. (Whether "b" is in the journal too depends on the
+    # length of its timestamps: a fixed line number could be the last, i.e. a torn tail.)
+    middle = next(i for i, line in enumerate(lines) if b'"k":"c"' in line)
+    lines[middle] = b'{"op":"set","k":"b","v":'
     journal(store, BROKEN).write_bytes(b"\n".join(lines))
 
 
@@ -612,3 +618,143 @@ async def test_namespaces_lists_only_namespaces_with_live_entries(store: Path) -
     async with FileMemory(store) as memory:
         assert await memory.namespaces() == ["a:1", "b"]
     assert "unrelated.journal.jsonl" in contents(store)
+
+
+# -- restore ---------------------------------------------------------------------------------
+def hours_ahead(hours: float) -> datetime:
+    """A moment ``hours`` from now with a non-zero microsecond part."""
+    moment = datetime.now(UTC) + timedelta(hours=hours)
+    return moment.replace(microsecond=moment.microsecond | 1)
+
+
+async def test_restore_over_two_namespaces_keeps_order_and_makes_restored_keys_newest(
+    store: Path,
+) -> None:
+    async with FileMemory(store) as memory:
+        for key in ("a", "b", "c"):
+            await memory.set(key, f"old {key}", "left")
+        await memory.set("x", "old x", "right")
+        await memory.restore([
+            MemoryEntry("b", "new b", "left", None, None),
+            MemoryEntry("y", {"new": "y"}, "right", None, None),
+            MemoryEntry("d", "new d", "left", None, hours_ahead(1)),
+            MemoryEntry("x", ["new x"], "right", None, None),
+            MemoryEntry("a", "newest a", "left", None, None),
+        ])
+        expected_left = [("c", "old c"), ("b", "new b"), ("d", "new d"), ("a", "newest a")]
+        expected_right = [("y", {"new": "y"}), ("x", ["new x"])]
+        assert list((await memory.all("left")).items()) == expected_left
+        assert list((await memory.all("right")).items()) == expected_right
+    async with FileMemory(store) as other:  # the journals replay to the same order
+        assert list((await other.all("left")).items()) == expected_left
+        assert list((await other.all("right")).items()) == expected_right
+
+
+async def test_restore_stores_the_given_expiry_exactly(store: Path) -> None:
+    moment = hours_ahead(1)
+    async with FileMemory(store) as memory:
+        await memory.restore([MemoryEntry("k", "v", "default", None, moment)])
+        assert [e.expires_at for e in await memory.entries()] == [moment]
+    record = json_lines(journal(store))[-1]
+    assert (record["k"], record["x"]) == ("k", moment.timestamp())
+    async with FileMemory(store, compact_min_bytes=0) as memory:
+        assert [e.expires_at for e in await memory.entries()] == [moment]
+        await memory.set("other", 1)  # compacts: the snapshot keeps it too
+    assert {r.get("k"): r.get("x") for r in json_lines(snapshot(store))}["k"] == (
+        moment.timestamp())
+
+
+async def test_restore_with_none_never_expires_even_with_a_default_ttl(store: Path) -> None:
+    async with FileMemory(store, default_ttl=60) as memory:
+        await memory.restore([MemoryEntry("forever", "f", "default", None, None)])
+        await memory.set("defaulted", "d")
+        entries = {e.key: e.expires_at for e in await memory.entries()}
+    assert entries["forever"] is None
+    assert entries["defaulted"] is not None  # the default does apply to set
+
+
+@pytest.mark.parametrize(("durability", "per_namespace"), [("process", 1), ("fsync", 2)])
+async def test_a_restore_of_1000_entries_is_one_thread_hop_and_one_lock_per_namespace(
+    store: Path, monkeypatch: pytest.MonkeyPatch, durability: Any, per_namespace: int
+) -> None:
+    hops: list[str] = []
+    locks: list[int] = []
+    synced: list[int] = []
+    real_run, real_flock, real_fsync = file_module._run_sync, fcntl.flock, _filestore._fsync
+
+    async def counting_run(fn: Callable[..., Any], *args: Any) -> Any:
+        hops.append(fn.__name__)
+        return await real_run(fn, *args)
+
+    def counting_flock(fd: int, operation: int) -> None:
+        locks.append(operation)
+        real_flock(fd, operation)
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(file_module, "_run_sync", counting_run)
+    monkeypatch.setattr(fcntl, "flock", counting_flock)
+    monkeypatch.setattr(_filestore, "_fsync", counting_fsync)
+    batch = [
+        MemoryEntry(f"k{i:04d}", {"n": i, "text": f"word{i} shared"}, f"ns{i % 2}", None,
+                    None if i % 3 else hours_ahead(1))
+        for i in range(1000)
+    ]
+    async with FileMemory(store, durability=durability, compact_min_bytes=1 << 30) as memory:
+        await memory.restore(batch)
+        assert hops == ["restore"]
+        assert locks == [fcntl.LOCK_EX] * 2
+        # Both journals are new (synced when created in either mode); fsync mode adds one
+        # sync of each namespace's appended records.
+        assert len(synced) == 2 * per_namespace
+        lines = {ns: json_lines(journal(store, ns))[1:] for ns in ("ns0", "ns1")}
+        assert [r["k"] for r in lines["ns0"]] == [f"k{i:04d}" for i in range(0, 1000, 2)]
+        assert len(lines["ns1"]) == 500
+        assert await memory.all("ns0") == {e.key: e.value for e in batch[::2]}
+        assert hops == ["restore"]  # reads of what it wrote come from the cache
+
+
+async def test_restored_entries_are_searchable_here_and_in_another_process(store: Path) -> None:
+    async with FileMemory(store) as memory, FileMemory(store) as other:
+        await memory.set("set", "gold tier customer")
+        assert [h.key for h in await other.search("gold")] == ["set"]
+        await memory.restore([
+            MemoryEntry("restored", "gold customer in Lisbon", "default", None, None),
+            MemoryEntry("set", "silver now", "default", None, None),
+        ])
+        for reader in (memory, other):
+            assert [(h.key, h.score) for h in await reader.search("gold customer")] == [
+                ("restored", 2.0)]
+            assert [h.key for h in await reader.search("silver")] == ["set"]
+
+
+async def test_restore_skips_an_entry_that_expires_before_the_lock_is_held(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    soon = datetime.now(UTC) + timedelta(seconds=30)
+    real_time = _filestore._time
+    monkeypatch.setattr(_filestore, "_time", lambda: real_time() + 60)  # the write is late
+    async with FileMemory(store) as memory:
+        await memory.set("k", "kept")
+        await memory.restore([
+            MemoryEntry("k", "expired on the way", "default", None, soon),
+            MemoryEntry("n", "never", "default", None, None),
+        ])
+    assert [(r["k"], r["v"]) for r in json_lines(journal(store))[1:]] == [
+        ("k", "kept"), ("n", "never")]
+
+
+async def test_concurrent_restores_over_the_same_namespaces_both_land(store: Path) -> None:
+    async with FileMemory(store) as memory:
+        forward = [MemoryEntry(f"f{i}", i, ns, None, None) for i in range(20) for ns in "abc"]
+        backward = [MemoryEntry(f"b{i}", i, ns, None, None) for i in range(20) for ns in "cba"]
+        # The set holds "b" while both restores queue for their namespaces' locks.
+        await asyncio.wait_for(
+            asyncio.gather(memory.set("s", 1, "b"), memory.restore(forward),
+                           memory.restore(backward)),
+            timeout=30,
+        )
+        for ns in "abc":
+            assert len(await memory.all(ns)) == 40 + (ns == "b")
