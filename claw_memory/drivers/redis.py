@@ -29,6 +29,7 @@ owned and closed by :meth:`aclose`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Sequence
@@ -133,6 +134,12 @@ class RedisMemory(BaseMemory):
         else:
             self._where = _where_from_client(redis)
         self._redis = redis
+        # redis-py's async RedisCluster discovers the cluster on its first command, and
+        # concurrent first commands race there (a connection's writer is used before it
+        # exists). The first operation initialises it once, under this lock.
+        self._cluster_init: asyncio.Lock | None = (
+            asyncio.Lock() if isinstance(redis, RedisCluster) else None
+        )
         self._set_script = redis.register_script(scripts.SET)
         self._forget_script = redis.register_script(scripts.FORGET)
         self._all_script = redis.register_script(scripts.ALL)
@@ -169,8 +176,19 @@ class RedisMemory(BaseMemory):
         except ValueError:  # UnicodeDecodeError included
             raise _corrupt(namespace) from None
 
+    async def _initialize_cluster(self) -> None:
+        lock = self._cluster_init
+        if lock is None:
+            return
+        async with lock:
+            if self._cluster_init is not None:
+                await cast(RedisCluster, self._redis).initialize()
+                self._cluster_init = None
+
     async def _run(self, script: AsyncScript, *args: _Arg, keys: int = 1) -> Any:
         """Run ``script`` by its SHA: one round trip, with the fewest arguments to encode."""
+        if self._cluster_init is not None:
+            await self._initialize_cluster()
         try:
             return await self._redis.evalsha(script.sha, keys, *args)
         except redis_errors.NoScriptError:
@@ -179,6 +197,8 @@ class RedisMemory(BaseMemory):
 
     # -- BaseMemory's hooks ------------------------------------------------------------------
     async def _get(self, namespace: str, key: str) -> Any:
+        if self._cluster_init is not None:
+            await self._initialize_cluster()
         raw = await self._redis.get(f"{self._prefix}{{{namespace}}}:v:{key}")
         if raw is None:
             return MISSING
@@ -188,6 +208,8 @@ class RedisMemory(BaseMemory):
             raise _corrupt(namespace) from None
 
     async def _has(self, namespace: str, key: str) -> bool:
+        if self._cluster_init is not None:
+            await self._initialize_cluster()
         return bool(await self._redis.exists(f"{self._prefix}{{{namespace}}}:v:{key}"))
 
     async def _set(
@@ -196,6 +218,8 @@ class RedisMemory(BaseMemory):
         base = f"{self._prefix}{{{namespace}}}:"
         ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
         args = (base + "o", base + "v:" + key, key, encoded, ttl_ms)
+        if self._cluster_init is not None:
+            await self._initialize_cluster()
         try:  # _run, inlined: a set is the cheapest script, so its call overhead shows most
             await self._redis.evalsha(self._set_script.sha, 2, *args)
         except redis_errors.NoScriptError:
@@ -259,6 +283,7 @@ class RedisMemory(BaseMemory):
         start = len(self._prefix) + 1
         found: set[str] = set()
         try:
+            await self._initialize_cluster()
             async for name in self._redis.scan_iter(match=pattern, count=1000):
                 namespace = _text(name)[start:-3]
                 try:

@@ -93,3 +93,21 @@ async def test_namespaces_are_listed_from_every_node(cluster: RedisClusterServer
             assert [e.key for e in await memory.entries("team.3")] == ["k"]
         finally:
             await remove_keys(memory, prefix)
+
+
+async def test_concurrent_first_operations_on_a_new_client_all_succeed(
+    cluster: RedisClusterServers,
+) -> None:
+    # redis-py's cluster client races when its first commands run concurrently; the driver
+    # initialises it once before any command.
+    prefix = unique_prefix()
+    for round_ in range(15):
+        async with RedisMemory(url=cluster.url, prefix=prefix) as memory:
+            try:
+                await asyncio.gather(
+                    *(memory.set(f"k{i}", i, f"conc{round_}") for i in range(50)),
+                    *(memory.get(f"k{i}", f"other{round_}") for i in range(10)),
+                )
+                assert len(await memory.all(f"conc{round_}")) == 50
+            finally:
+                await remove_keys(memory, prefix)
