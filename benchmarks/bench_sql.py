@@ -28,7 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _harness import human_rate, human_time, interleave, machine, ops_per_second, table
+from _harness import (
+    human_rate,
+    human_time,
+    interleave,
+    machine,
+    ops_per_second,
+    ratio_marker,
+    table,
+)
 from corpus import queries, sentences
 from sqlalchemy import bindparam, delete, insert, select, text
 from sqlalchemy.dialects import mysql, postgresql, sqlite
@@ -39,6 +47,8 @@ from claw_memory.drivers.sql import SqlMemory
 
 VALUE = "x" * 100
 KEYS = [f"key:{i}" for i in range(1000)]
+# The chart's ratios of the dialect being measured (name, value, goal); printed per dialect.
+CHARTED: list[tuple[str, float, str]] = []
 SERVERS = {
     "postgresql": ("postgresql+asyncpg://postgres@127.0.0.1:5432/{}", "test", 5432),
     "mariadb": ("mysql+asyncmy://root@127.0.0.1:3306/{}", "test", 3306),
@@ -132,6 +142,10 @@ async def throughput(memory: SqlMemory, rounds: int, n: int) -> list[list[object
     rows.append(["ratio eager-keywords sketch/raw set",
                  f"{results.ratio('sketch: upsert + keyword rows per set', 'raw Core upsert'):.2f}",
                  "why words are indexed at search time"])
+    CHARTED.append(("SqlMemory get / raw Core SELECT",
+                    results.ratio("SqlMemory get", "raw Core SELECT"), "≥ 0.8"))
+    CHARTED.append(("SqlMemory set / raw Core upsert",
+                    results.ratio("SqlMemory set", "raw Core upsert"), "≥ 0.8"))
     return rows
 
 
@@ -174,6 +188,8 @@ async def conversations(memory: SqlMemory, rounds: int, per_round: int) -> list[
         early.append(a)
         late.append(b)
         ratios.append(b / a)
+    CHARTED.append(("SqlMemory conversation save, turn 200 / turn 2", statistics.median(ratios),
+                    "≤ 1.5"))
     return [
         ["save turn 2", human_time(statistics.median(early)),
          f"{human_time(min(early))} .. {human_time(max(early))}"],
@@ -212,22 +228,25 @@ async def run_dialect(name: str, url: str, args: argparse.Namespace) -> None:
     n = 300 if args.quick else 2000
     async with SqlMemory(url) as memory:
         await memory.create_schema()
-        print(f"\n## {name}\n")
+        print(f"\n### {name}\n")
         rows = await throughput(memory, args.rounds, n)
         rows += await conversations(memory, 3 if args.quick else args.rounds, 1 if args.quick else 3)
         rows += await search(memory, args.rounds, 20 if args.quick else 50)
         print(table(["figure", "median", "range / note"], rows))
+        print("\n".join(ratio_marker(f"{label} ({name})", value, goal)
+                        for label, value, goal in CHARTED))
+        CHARTED.clear()
         sys.stdout.flush()
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="fewer operations per round")
     parser.add_argument("--only", default="sqlite,postgresql,mariadb")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    print(f"SqlMemory benchmark, {machine()}, medians of {args.rounds} interleaved rounds")
+    print(f"## SqlMemory ({machine()}, medians of {args.rounds} interleaved rounds)")
     if "sqlite" in only:
         with tempfile.TemporaryDirectory() as directory:
             await run_dialect("sqlite", f"sqlite+aiosqlite:///{Path(directory) / 'b.db'}", args)
@@ -235,7 +254,7 @@ async def main() -> None:
         if name not in only:
             continue
         if not reachable(port):
-            print(f"\n## {name}: not reachable on 127.0.0.1:{port}, skipped")
+            print(f"\n### {name}: not reachable on 127.0.0.1:{port}, skipped")
             continue
         database = f"claw_bench_{secrets.token_hex(4)}"
         await admin(template.format(admin_db), f"CREATE DATABASE {database}")
