@@ -134,22 +134,24 @@ class KeywordIndex:
     Not thread-safe: callers use it from one event loop (or under their own lock).
     """
 
-    __slots__ = ("_pending", "_postings", "_tokens")
+    __slots__ = ("_postings", "_tokens", "changed")
 
     def __init__(self) -> None:
         self._postings: dict[str, set[str]] = {}
         self._tokens: dict[str, tuple[str, ...]] = {}
-        self._pending: dict[str, None] = {}
+        #: Keys marked since the last search. ``index.changed[key] = None`` is :meth:`mark`
+        #: without the call, for writers on a hot path.
+        self.changed: dict[str, None] = {}
 
     def mark(self, key: str) -> None:
         """Note that ``key`` was set, overwritten or removed."""
-        self._pending[key] = None
+        self.changed[key] = None
 
     def clear(self) -> None:
         """Forget everything (the namespace was flushed or reloaded)."""
         self._postings.clear()
         self._tokens.clear()
-        self._pending.clear()
+        self.changed.clear()
 
     def __len__(self) -> int:
         return len(self._tokens)
@@ -157,7 +159,7 @@ class KeywordIndex:
     def _drain(self, lookup: Callable[[str], tuple[Any, float] | None]) -> None:
         postings = self._postings
         tokens = self._tokens
-        pending = self._pending
+        pending = self.changed
         if not pending:
             return
         changed = list(pending)

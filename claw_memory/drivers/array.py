@@ -27,6 +27,7 @@ from claw_memory.drivers.base import MISSING, BaseMemory, RestoreItem
 from claw_memory.hooks import Hooks
 from claw_memory.scoring import KeywordIndex, value_text
 from claw_memory.validation import (
+    MAX_KEY_LENGTH,
     NamespaceValidator,
     encode_json,
     normalize_ttl,
@@ -47,12 +48,13 @@ _Entry = tuple[Any, bool, float | None, int, float]
 
 
 class _Space:
-    __slots__ = ("entries", "expiry", "index")
+    __slots__ = ("changed", "entries", "expiry", "index")
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
         self.expiry: list[tuple[float, int, str]] = []
         self.index = KeywordIndex()
+        self.changed = self.index.changed  # KeywordIndex.mark without the call
 
     def purge(self) -> None:
         """Drop every entry whose TTL has run out."""
@@ -117,7 +119,14 @@ class ArrayMemory(BaseMemory):
         return entry
 
     async def get(self, key: str, namespace: str = "default") -> Any:
-        entry = self._lookup(namespace, key)
+        # The hit path of _lookup, inlined: this is the driver's hottest call.
+        try:
+            space = self._spaces.get(namespace)
+            entry = space.entries.get(key) if space is not None else None
+        except TypeError:
+            entry = None
+        if entry is None or (entry[2] is not None and entry[2] <= _monotonic()):
+            entry = self._lookup(namespace, key)
         if Hooks._subscribed:
             await _hooks.emit(
                 "memory.read",
@@ -134,7 +143,8 @@ class ArrayMemory(BaseMemory):
     async def set(
         self, key: str, value: Any, namespace: str = "default", ttl: float | None = None
     ) -> None:
-        validate_key(key)
+        if key.__class__ is not str or not 0 < len(key) <= MAX_KEY_LENGTH or "\x00" in key:
+            validate_key(key)
         try:
             space = self._spaces.get(namespace)
         except TypeError:
@@ -159,7 +169,7 @@ class ArrayMemory(BaseMemory):
         entries = space.entries
         entries.pop(key, None)
         entries[key] = (stored, is_json, expires, seq, _wall())
-        space.index.mark(key)
+        space.changed[key] = None
         if expires is not None:
             heapq.heappush(space.expiry, (expires, seq, key))
         if Hooks._subscribed:
