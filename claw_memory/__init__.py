@@ -120,20 +120,12 @@ __all__ = [
     "hooks",
 ]
 
-_LAZY = {
-    "FileMemory": "claw_memory.drivers.file",
-    "RedisMemory": "claw_memory.drivers.redis",
-    "SqlMemory": "claw_memory.drivers.sql",
-}
-
-
 def __getattr__(name: str) -> Any:
     # Drivers with optional backends load on first use, so `import claw_memory` stays light.
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    from claw_memory import drivers
 
-    value = getattr(importlib.import_module(module), name)
+    if name not in drivers.LAZY_DRIVERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(drivers, name)
     globals()[name] = value
     return value

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING", "ArrayMemory", "BaseMemory", "FileMemory", "RedisMemory", "SqlMemory"]
 
-_LAZY = {
+#: Drivers whose modules (and backends) are imported on first attribute access.
+LAZY_DRIVERS = {
     "FileMemory": "claw_memory.drivers.file",
     "RedisMemory": "claw_memory.drivers.redis",
     "SqlMemory": "claw_memory.drivers.sql",
@@ -22,7 +23,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = LAZY_DRIVERS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib

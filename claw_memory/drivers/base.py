@@ -112,6 +112,14 @@ class BaseMemory(SearchableMemory):
                     continue
             await self._set(item.namespace, item.key, item.value, item.encoded, ttl)
 
+    async def _emit_write(self, key: str, namespace: str, ttl: float | None) -> None:
+        """Fire ``memory.write`` (callers check :func:`claw_memory.hooks.active` first)."""
+        await _hooks.emit(
+            "memory.write",
+            {"key": key, "namespace": namespace, "driver": self.driver_name, "ttl": ttl},
+            self.hooks,
+        )
+
     def describe_error(self, exc: BaseException) -> str:
         """A safe one-line description of a backend error (no credentials, no values)."""
         return type(exc).__name__
@@ -152,12 +160,7 @@ class BaseMemory(SearchableMemory):
         except self.backend_errors as exc:
             raise self._unavailable("set", namespace, exc) from exc
         if _hooks.active():
-            await _hooks.emit(
-                "memory.write",
-                {"key": key, "namespace": namespace, "driver": self.driver_name,
-                 "ttl": effective},
-                self.hooks,
-            )
+            await self._emit_write(key, namespace, effective)
 
     async def forget(self, key: str, namespace: str = "default") -> None:
         validate_key(key)
@@ -207,12 +210,8 @@ class BaseMemory(SearchableMemory):
         if _hooks.active():
             now = time.time()
             for item in items:
-                await _hooks.emit(
-                    "memory.write",
-                    {"key": item.key, "namespace": item.namespace, "driver": self.driver_name,
-                     "ttl": None if item.expires_at is None else max(0.0, item.expires_at - now)},
-                    self.hooks,
-                )
+                left = None if item.expires_at is None else max(0.0, item.expires_at - now)
+                await self._emit_write(item.key, item.namespace, left)
 
     async def search(
         self, query: str, limit: int = 5, namespace: str = "default"

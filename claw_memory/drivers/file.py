@@ -247,12 +247,7 @@ class FileMemory(BaseMemory):
         if error is not None:
             raise error
         if _hooks.active():
-            await _hooks.emit(
-                "memory.write",
-                {"key": key, "namespace": namespace, "driver": self.driver_name,
-                 "ttl": effective},
-                self.hooks,
-            )
+            await self._emit_write(key, namespace, effective)
         return value
 
     async def namespaces(self) -> list[str]:

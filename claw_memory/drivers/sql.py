@@ -221,12 +221,7 @@ class SqlMemory(BaseMemory):
         except self.backend_errors as exc:
             raise self._unavailable("set", namespace, exc) from exc
         if _hooks.active():
-            await _hooks.emit(
-                "memory.write",
-                {"key": key, "namespace": namespace, "driver": self.driver_name,
-                 "ttl": effective},
-                self.hooks,
-            )
+            await self._emit_write(key, namespace, effective)
 
     # -- BaseMemory hooks ---------------------------------------------------------------------
     async def _get(self, namespace: str, key: str) -> Any:
