@@ -25,10 +25,18 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from claw_memory.contracts import Memory
 from claw_memory.drivers.sql import SqlMemory
 from tests.support.factories import MemoryFactory, factory
-from tests.support.services import mariadb_available, postgres_available, require
+from tests.support.services import (
+    MARIADB_HOST,
+    MARIADB_PORT,
+    POSTGRES_HOST,
+    POSTGRES_PORT,
+    mariadb_available,
+    postgres_available,
+    require,
+)
 
-POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/{database}"
-MARIADB_URL = "mysql+asyncmy://root@127.0.0.1:3306/{database}"
+POSTGRES_URL = f"postgresql+asyncpg://postgres@{POSTGRES_HOST}:{POSTGRES_PORT}/{{database}}"
+MARIADB_URL = f"mysql+asyncmy://root@{MARIADB_HOST}:{MARIADB_PORT}/{{database}}"
 
 
 def run_blocking(make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:

@@ -15,9 +15,12 @@ import pytest
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
-REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
-POSTGRES_HOST, POSTGRES_PORT = "127.0.0.1", 5432
-MARIADB_HOST, MARIADB_PORT = "127.0.0.1", 3306
+# The ports can be moved (e.g. to a closed port, to see the fallbacks at work).
+REDIS_HOST, REDIS_PORT = "127.0.0.1", int(os.environ.get("CLAW_TEST_REDIS_PORT", "6379"))
+POSTGRES_HOST = "127.0.0.1"
+POSTGRES_PORT = int(os.environ.get("CLAW_TEST_POSTGRES_PORT", "5432"))
+MARIADB_HOST = "127.0.0.1"
+MARIADB_PORT = int(os.environ.get("CLAW_TEST_MARIADB_PORT", "3306"))
 
 # What each service resolved to, for the terminal summary.
 USED: dict[str, str] = {}
