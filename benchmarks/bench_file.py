@@ -197,7 +197,9 @@ async def bench_size(root: Path, size: int, rounds: int, ops: int) -> str:
         for name in variants
     ]
     ratios = [
-        ("FileMemory set / log append (no fsync)", "FileMemory set", "log append", "≤ 2"),
+        # No goal: an inline append blocks the event loop, which FileMemory never does; the
+        # floor it is held to is the same append made in a worker thread (next row).
+        ("FileMemory set / log append (no fsync)", "FileMemory set", "log append", "–"),
         ("FileMemory set / log append in a thread (no fsync)", "FileMemory set",
          "log append in a thread", "≤ 2"),
         ("FileMemory set, locked operation alone / log append (no fsync)",
