@@ -16,7 +16,8 @@ yields a fresh, empty, isolated driver (a new key prefix, database or directory 
                     yield memory
             return make
 
-The suite needs ``pytest``, ``pytest-asyncio`` (``asyncio_mode = "auto"``) and ``hypothesis``.
+The suite needs ``pytest``, ``pytest-asyncio`` (``asyncio_mode = "auto"``) and ``hypothesis``:
+``pip install "claw-memory[testing]"``.
 """
 
 from claw_memory.testing.conformance import MemoryConformance, ReferenceMemory
