@@ -21,8 +21,8 @@ local recency = KEYS[1]
 local base = string.sub(recency, 1, -2)
 
 -- Remove one entry: its value, its recency, and the word-set memberships it was indexed under.
--- The member '' (never a valid key) keeps the highest recency of the removed entries, so the
--- recency handed out next still exceeds every one handed out before (see SET).
+-- The member '' (never a valid key) keeps the highest recency handed out, removed entries'
+-- included, so the recency handed out next still exceeds every one before (see SET).
 local function drop(key)
   local indexed = redis.call('HGET', base .. 'i', key)
   if indexed then
@@ -38,27 +38,29 @@ local function drop(key)
 end
 """
 
-#: KEYS: recency, value key. ARGV: key, value JSON, TTL in ms (0 = never). The common path
-#: defines no Lua functions: creating closures shows in the time of a set.
+#: KEYS: recency. ARGV: key, value JSON, then the TTL in ms when the entry expires. The common
+#: path is three commands (four when the clock stepped back) and defines no Lua functions
+#: (creating closures shows in the time of a set).
 SET: Final = """
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
-local score = now
--- The highest recency so far (an entry's, or that of removed ones kept by the member ''):
--- recency only ever grows, even if the clock steps back, so it never falls behind the index
--- mark either.
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2]
-if last and tonumber(last) >= now then score = tonumber(last) + 1 end
-if ARGV[3] ~= '0' then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+local name = string.sub(KEYS[1], 1, -2) .. 'v:' .. ARGV[1]
+if ARGV[3] then
+  redis.call('SET', name, ARGV[2], 'PX', ARGV[3])
 else
-  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('SET', name, ARGV[2])
 end
-redis.call('ZADD', KEYS[1], score, ARGV[1])
+-- The member '' holds the highest recency handed out so far. When the clock is past it, one
+-- ZADD moves both '' and the key to now (both change: 2). Otherwise (the clock stepped back,
+-- or a second set in the same microsecond) the key takes that highest recency plus one, so
+-- recency only ever grows and never falls behind the index mark.
+if redis.call('ZADD', KEYS[1], 'GT', 'CH', now, '', now, ARGV[1]) < 2 then
+  redis.call('ZADD', KEYS[1], redis.call('ZINCRBY', KEYS[1], 1, ''), ARGV[1])
+end
 -- One set in 16 looks at 32 members (a window at a random rank, wrapping round) and removes
 -- those whose value has expired: expired members are met at least twice as fast as new ones
--- arrive, which bounds their number. A window costs far less than ZRANDMEMBER, and one
--- EXISTS over it tells whether any member needs a closer look.
+-- arrive, which bounds their number. A window costs far less than ZRANDMEMBER, and one EXISTS
+-- over it tells whether any member needs a closer look.
 if now % 16 == 0 then
 """ + _PRELUDE + """
   local size = redis.call('ZCARD', recency)
@@ -171,6 +173,7 @@ for j = 1, #ARGV, 3 do
   redis.call('ZADD', recency, score, ARGV[j])
   score = score + 1
 end
+if #ARGV > 0 then redis.call('ZADD', recency, 'GT', score - 1, '') end
 return 1
 """
 

@@ -215,15 +215,18 @@ class RedisMemory(BaseMemory):
     async def _set(
         self, namespace: str, key: str, value: Any, encoded: str, ttl: float | None
     ) -> None:
-        base = f"{self._prefix}{{{namespace}}}:"
-        ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
-        args = (base + "o", base + "v:" + key, key, encoded, ttl_ms)
+        # The value key is built in the script from the recency key: one argument fewer.
+        recency = f"{self._prefix}{{{namespace}}}:o"
+        args: tuple[_Arg, ...] = (
+            (recency, key, encoded) if ttl is None
+            else (recency, key, encoded, max(1, round(ttl * 1000)))
+        )
         if self._cluster_init is not None:
             await self._initialize_cluster()
         try:  # _run, inlined: a set is the cheapest script, so its call overhead shows most
-            await self._redis.evalsha(self._set_script.sha, 2, *args)
+            await self._redis.evalsha(self._set_script.sha, 1, *args)
         except redis_errors.NoScriptError:
-            await self._set_script(keys=args[:2], args=args[2:])
+            await self._set_script(keys=[recency], args=args[1:])
 
     async def _forget(self, namespace: str, key: str) -> None:
         await self._run(self._forget_script, self._recency(namespace), key)
