@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from claw_memory import hooks
 from claw_memory.registry import MemoryRegistry
 from tests.support import services
+
+# In CI, property tests replay the same examples every run (a failure is reproducible from the
+# log); on a developer's machine they keep exploring new ones.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if services.IN_CI:
+    settings.load_profile("ci")
 
 
 def pytest_report_header() -> list[str]:
