@@ -41,8 +41,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from claw_memory._closing import AsyncClosing
 
 __all__ = [
     "InspectableMemory",
@@ -84,7 +85,7 @@ class MemoryEntry:
     expires_at: datetime | None
 
 
-class Memory(ABC):
+class Memory(AsyncClosing, ABC):
     """An async key-value store with namespaces and TTLs. See the module docstring for rules.
 
     Subclasses implement the six data methods. :meth:`aclose` releases what the driver owns;
@@ -126,23 +127,12 @@ class Memory(ABC):
     async def has(self, key: str, namespace: str = "default") -> bool:
         """Whether ``key`` holds a live entry. A stored ``None`` counts as present."""
 
-    async def aclose(self) -> None:  # noqa: B027 - optional: most stores own nothing
+    async def aclose(self) -> None:
         """Release what the driver owns (connections, engines, file handles).
 
         A driver built from a URL owns its client and closes it here; one handed a client by
         the caller leaves it open. Calling it twice is harmless.
         """
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class SearchableMemory(Memory):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import AsyncGenerator, Awaitable
-from types import TracebackType
 from typing import Any, Final, Self
 
+from claw_memory._closing import AsyncClosing
 from claw_memory.engine.conversation import Response, Turn
 from claw_memory.engine.stages import Pipeline, TurnContext
 from claw_memory.hooks import Hooks, current_hooks, current_run_id
@@ -99,7 +99,7 @@ async def _relay(
             await asyncio.wait((task,))
 
 
-class ResponseStream:
+class ResponseStream(AsyncClosing):
     """The text deltas of :meth:`Agent.stream`, as the model produces them.
 
     Iterate it once with ``async for``; :attr:`response` is available once it has ended.
@@ -125,17 +125,6 @@ class ResponseStream:
     async def aclose(self) -> None:
         """Stop the stream (if still running) and wait until the model stream is closed."""
         await self._agen.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     @property
     def finished(self) -> bool:

@@ -16,11 +16,11 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
+from claw_memory._closing import AsyncClosing
 from claw_memory.errors import ModelError
 from claw_memory.models.base import ChatMessage
 from claw_memory.models.sse import SSEDecoder
@@ -42,7 +42,7 @@ class _Failure:
     retry_after: float | None = None
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(AsyncClosing):
     """Chat completions over HTTP, whole (``complete``) or streamed (``stream``).
 
     ``base_url`` is written as OpenAI writes it, ending in ``/v1``
@@ -102,17 +102,6 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel(url={self._shown_url!r}, model={self.model!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it. Idempotent."""
