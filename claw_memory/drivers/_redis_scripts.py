@@ -6,8 +6,9 @@ in one cluster hash slot. ``KEYS[1]`` is always the namespace's recency set ``<b
 also routes the call on a cluster); the other names are built from its ``<base>`` part: the
 value ``<base>v:<key>``, the word sets ``<base>t:<word>``, the indexed words ``<base>i``, the
 index mark ``<base>w``. Few arguments matter: each one costs the client time on every call.
-Scores of the recency set are microseconds and reach ``redis.call`` as numbers or as the
-strings Redis itself returned, never concatenated (Lua would print them with 14 digits only).
+Scores of the recency set are microseconds and reach ``redis.call`` as numbers, as the
+strings Redis itself returned, or as the digits of ``TIME`` joined; never as a Lua number
+concatenated into a string (Lua would print it with 14 digits only).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ end
 #: (creating closures shows in the time of a set).
 SET: Final = """
 local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
+-- Microseconds as the digits themselves: ZADD would otherwise format a Lua number (%.17g).
+local now = t[1] .. string.format('%06d', t[2])
 local name = string.sub(KEYS[1], 1, -2) .. 'v:' .. ARGV[1]
 if ARGV[3] then
   redis.call('SET', name, ARGV[2], 'PX', ARGV[3])

@@ -30,9 +30,11 @@ owned and closed by :meth:`aclose`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -44,6 +46,7 @@ try:
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialWithJitterBackoff
     from redis.commands.core import AsyncScript
+    from redis.utils import HIREDIS_AVAILABLE
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("RedisMemory needs redis-py: install claw-memory[redis]") from exc
 
@@ -66,6 +69,7 @@ _INDEX_BATCH: Final = 500
 _INDEX_BYTES: Final = 1 << 20
 
 _Arg = bytes | str | int
+_unbounded = functools.partial(contextlib.nullcontext, None)
 # json.loads(bytes) sniffs the encoding in Python first: decoding to str here is 2x faster.
 _decode_json = json.JSONDecoder().decode
 _keywords = TokenOverlapScorer.keywords
@@ -88,11 +92,11 @@ class RedisMemory(BaseMemory):
     number come from it, ``rediss://`` verifies the server certificate (pass ``ssl_ca_certs``
     and the like as keyword options), and ``?cluster=true`` connects to a cluster. ``timeout``
     bounds each command and ``connect_timeout`` each connection attempt; ``retries`` counts the
-    retries after a connection error or timeout (with jittered backoff of at most a second), so
-    a server that is down fails within about ``(retries + 1) * connect_timeout + retries``
-    seconds (at once when the connection is refused), one that hangs within
-    ``(retries + 1) * timeout + retries``. Other keyword options go to redis-py's ``from_url``.
-    Needs Redis 6.2 or later.
+    retries after a connection error (with jittered backoff of at most a second), so a server
+    that is down fails within about ``(retries + 1) * connect_timeout + retries`` seconds (at
+    once when the connection is refused), and no command, retries included, takes longer than
+    ``timeout`` (``None``: unbounded). A client passed in keeps its own timeouts and retries.
+    Other keyword options go to redis-py's ``from_url``. Needs Redis 6.2 or later.
     """
 
     driver_name = "redis"
@@ -117,12 +121,20 @@ class RedisMemory(BaseMemory):
             raise ValueError("prefix must be a str without '{' or '}'")
         if redis is not None and (url is not None or client_options):
             raise ValueError("pass either a client or a URL (with its options), not both")
+        if timeout is not None and (
+            timeout.__class__ is bool or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError("timeout must be a positive number of seconds or None")
         self._prefix = prefix
         self._owned = redis is None
         if redis is None:
             url = url or os.environ.get("REDIS_URL") or DEFAULT_URL
             self._where = _where_from_url(url)
-            client_options.setdefault("socket_timeout", timeout)
+            # No socket_timeout (redis-py's default is 5 s): with one, redis-py wraps every
+            # write in asyncio.wait_for (a task and two more loop iterations per command) and
+            # every read in a timeout. One asyncio.timeout around each command bounds the
+            # whole call instead, its retries included.
+            client_options.setdefault("socket_timeout", None)
             client_options.setdefault("socket_connect_timeout", connect_timeout)
             client_options.setdefault(
                 "retry", Retry(ExponentialWithJitterBackoff(cap=1.0, base=0.05), retries)
@@ -133,6 +145,12 @@ class RedisMemory(BaseMemory):
             redis = _connect(url, client_options)
         else:
             self._where = _where_from_client(redis)
+        # Each command of a client built here runs under ``timeout``; a client passed in keeps
+        # its own timeouts (redis-py's default socket_timeout bounds each read and write).
+        self._bound: Callable[[], contextlib.AbstractAsyncContextManager[Any]] = (
+            functools.partial(asyncio.timeout, timeout) if self._owned and timeout is not None
+            else _unbounded
+        )
         self._redis = redis
         # redis-py's async RedisCluster discovers the cluster on its first command, and
         # concurrent first commands race there (a connection's writer is used before it
@@ -189,17 +207,19 @@ class RedisMemory(BaseMemory):
         """Run ``script`` by its SHA: one round trip, with the fewest arguments to encode."""
         if self._cluster_init is not None:
             await self._initialize_cluster()
-        try:
-            return await self._redis.evalsha(script.sha, keys, *args)
-        except redis_errors.NoScriptError:
-            # The server lost its script cache (a restart, SCRIPT FLUSH): this loads it again.
-            return await script(keys=cast("list[str]", args[:keys]), args=args[keys:])
+        async with self._bound():
+            try:
+                return await self._redis.evalsha(script.sha, keys, *args)
+            except redis_errors.NoScriptError:
+                # The server lost its script cache (a restart, SCRIPT FLUSH): load it again.
+                return await script(keys=cast("list[str]", args[:keys]), args=args[keys:])
 
     # -- BaseMemory's hooks ------------------------------------------------------------------
     async def _get(self, namespace: str, key: str) -> Any:
         if self._cluster_init is not None:
             await self._initialize_cluster()
-        raw = await self._redis.get(f"{self._prefix}{{{namespace}}}:v:{key}")
+        async with self._bound():
+            raw = await self._redis.get(f"{self._prefix}{{{namespace}}}:v:{key}")
         if raw is None:
             return MISSING
         try:
@@ -210,7 +230,8 @@ class RedisMemory(BaseMemory):
     async def _has(self, namespace: str, key: str) -> bool:
         if self._cluster_init is not None:
             await self._initialize_cluster()
-        return bool(await self._redis.exists(f"{self._prefix}{{{namespace}}}:v:{key}"))
+        async with self._bound():
+            return bool(await self._redis.exists(f"{self._prefix}{{{namespace}}}:v:{key}"))
 
     async def _set(
         self, namespace: str, key: str, value: Any, encoded: str, ttl: float | None
@@ -223,10 +244,12 @@ class RedisMemory(BaseMemory):
         )
         if self._cluster_init is not None:
             await self._initialize_cluster()
-        try:  # _run, inlined: a set is the cheapest script, so its call overhead shows most
-            await self._redis.evalsha(self._set_script.sha, 1, *args)
-        except redis_errors.NoScriptError:
-            await self._set_script(keys=[recency], args=args[1:])
+        # _run, inlined: a set is the cheapest script, so its call overhead shows most.
+        async with self._bound():
+            try:
+                await self._redis.evalsha(self._set_script.sha, 1, *args)
+            except redis_errors.NoScriptError:
+                await self._set_script(keys=[recency], args=args[1:])
 
     async def _forget(self, namespace: str, key: str) -> None:
         await self._run(self._forget_script, self._recency(namespace), key)
@@ -287,7 +310,12 @@ class RedisMemory(BaseMemory):
         found: set[str] = set()
         try:
             await self._initialize_cluster()
-            async for name in self._redis.scan_iter(match=pattern, count=1000):
+            names = aiter(self._redis.scan_iter(match=pattern, count=1000))
+            while True:
+                async with self._bound():  # each SCAN call, not the walk
+                    name = await anext(names, None)
+                if name is None:
+                    break
                 namespace = _text(name)[start:-3]
                 try:
                     NamespaceValidator.validate(namespace)
@@ -357,7 +385,42 @@ def _connect(url: str, options: dict[str, Any]) -> aioredis.Redis | RedisCluster
     url = urlunsplit(parts._replace(query=rest))
     if cluster:
         return RedisCluster.from_url(url, **options)
-    return aioredis.Redis.from_url(url, **options)
+    client = aioredis.Redis.from_url(url, **options)
+    pool = client.connection_pool
+    settings = pool.connection_kwargs
+    if (
+        HIREDIS_AVAILABLE
+        and settings.get("encoding", "utf-8").lower().replace("-", "") == "utf8"
+        and settings.get("encoding_errors", "strict") == "strict"
+    ):
+        # The pool makes its connections on first use, so none exists yet.
+        pool.connection_class = _packing_with_hiredis(cast(Any, pool.connection_class))
+    return client
+
+
+@functools.cache
+def _packing_with_hiredis(base: type[Any]) -> type[Any]:
+    """``base`` (a redis.asyncio connection class) packing commands with hiredis's C packer.
+
+    redis-py's async connections pack every command in Python, its sync ones with hiredis when
+    it is installed; on a set script's seven arguments this is several microseconds a call.
+    The result is the same bytes for what the packer takes (``str`` as UTF-8, ``bytes``,
+    ``int``, ``float``); anything else, and command names of two words (``CONFIG GET``), goes
+    to redis-py's own packer, which also raises its usual errors.
+    """
+    from hiredis import pack_command as pack
+
+    def pack_command(self: Any, *args: Any) -> list[bytes]:
+        first = args[0]
+        if first.__class__ is str and " " not in first:
+            try:
+                return [pack(args)]
+            except TypeError:
+                pass
+        return cast("list[bytes]", base.pack_command(self, *args))
+
+    return type(f"HiredisPacking{base.__name__}", (base,),
+                {"pack_command": pack_command, "__module__": __name__})
 
 
 def _where_from_url(url: str) -> str:

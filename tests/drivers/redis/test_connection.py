@@ -125,6 +125,12 @@ async def test_a_client_built_from_a_url_is_closed_by_aclose(
     assert not any(c.is_connected for c in pool._available_connections)
 
 
+@pytest.mark.parametrize("timeout", [0, -1, True, "5", float("nan")])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(timeout: object) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        RedisMemory(timeout=timeout)  # type: ignore[arg-type]
+
+
 def test_a_client_and_a_url_together_are_refused() -> None:
     client = aioredis.Redis()
     with pytest.raises(ValueError, match="either"):

@@ -10,6 +10,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from claw_memory.drivers.redis import RedisMemory
 from claw_memory.errors import DriverUnavailableError
@@ -117,15 +120,46 @@ async def test_a_server_that_stops_answering_fails_within_the_command_timeout(
     private_server: RedisServer,
 ) -> None:
     url = f"redis://127.0.0.1:{private_server.port}/0"
-    async with RedisMemory(url=url, timeout=0.3, connect_timeout=0.3, retries=1) as memory:
+    # Five retries would take (5 + 1) * 0.3 s plus backoff if each attempt had the timeout;
+    # the timeout bounds the whole command, its retries included.
+    async with RedisMemory(url=url, timeout=0.3, connect_timeout=0.3, retries=5) as memory:
         await memory.set("k", "kept")
+        await memory.search("kept")  # every script a call below needs is loaded
         assert private_server.pid is not None
         os.kill(private_server.pid, signal.SIGSTOP)  # alive, connected, silent
         try:
-            started = time.monotonic()
-            with pytest.raises(DriverUnavailableError, match="TimeoutError"):
-                await memory.get("k")
-            assert time.monotonic() - started < 2 * 0.3 + 1.0 + 0.5
+            calls: list[Callable[[], Awaitable[object]]] = [
+                lambda: memory.get("k"), lambda: memory.set("k", "new"), memory.all,
+                lambda: memory.search("kept"), lambda: memory.has("k"),
+            ]
+            for call in calls:
+                started = time.monotonic()
+                with pytest.raises(DriverUnavailableError, match="TimeoutError"):
+                    await call()
+                assert time.monotonic() - started < 0.3 + 0.7
         finally:
             os.kill(private_server.pid, signal.SIGCONT)
-        assert await memory.get("k") == "kept"
+        assert await memory.get("k") in ("kept", "new")  # the set may have reached Redis
+        await memory.set("k", "again")
+        assert await memory.get("k") == "again"
+
+
+async def test_a_client_passed_in_keeps_its_own_timeout(private_server: RedisServer) -> None:
+    client = aioredis.Redis(
+        port=private_server.port, socket_timeout=0.8, retry=Retry(NoBackoff(), 0)
+    )
+    try:
+        async with RedisMemory(client, timeout=0.1) as memory:
+            await memory.set("k", "kept")
+            assert private_server.pid is not None
+            os.kill(private_server.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                with pytest.raises(DriverUnavailableError, match="TimeoutError"):
+                    await memory.get("k")
+                assert 0.7 < time.monotonic() - started < 0.8 + 1.0
+            finally:
+                os.kill(private_server.pid, signal.SIGCONT)
+            assert await memory.get("k") == "kept"
+    finally:
+        await client.aclose()
