@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 import redis.asyncio as aioredis
 from hypothesis import given
@@ -22,7 +24,7 @@ arguments = st.lists(
 )
 
 
-def _joined(chunks: list[bytes | memoryview]) -> bytes:
+def _joined(chunks: Sequence[bytes | memoryview]) -> bytes:
     return b"".join(bytes(chunk) for chunk in chunks)
 
 
