@@ -30,6 +30,7 @@ owned and closed by :meth:`aclose`.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import functools
 import json
@@ -43,6 +44,7 @@ try:
     from redis import asyncio as aioredis
     from redis import exceptions as redis_errors
     from redis.asyncio.cluster import RedisCluster
+    from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialWithJitterBackoff
     from redis.commands.core import AsyncScript
@@ -70,6 +72,7 @@ _INDEX_BYTES: Final = 1 << 20
 
 _Arg = bytes | str | int
 _unbounded = functools.partial(contextlib.nullcontext, None)
+_STOCK_CONNECTIONS: Final = (Connection, SSLConnection, UnixDomainSocketConnection)
 # json.loads(bytes) sniffs the encoding in Python first: decoding to str here is 2x faster.
 _decode_json = json.JSONDecoder().decode
 _keywords = TokenOverlapScorer.keywords
@@ -390,7 +393,8 @@ def _connect(url: str, options: dict[str, Any]) -> aioredis.Redis | RedisCluster
     settings = pool.connection_kwargs
     if (
         HIREDIS_AVAILABLE
-        and settings.get("encoding", "utf-8").lower().replace("-", "") == "utf8"
+        and pool.connection_class in _STOCK_CONNECTIONS  # not a class of the caller's own
+        and codecs.lookup(settings.get("encoding", "utf-8")).name == "utf-8"
         and settings.get("encoding_errors", "strict") == "strict"
     ):
         # The pool makes its connections on first use, so none exists yet.

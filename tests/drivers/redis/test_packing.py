@@ -77,6 +77,18 @@ async def test_a_non_utf8_encoding_keeps_redis_pys_packer() -> None:
     async with RedisMemory(url="redis://127.0.0.1:6379/0", encoding="latin-1") as memory:
         assert isinstance(memory.client, aioredis.Redis)
         assert memory.client.connection_pool.connection_class is Connection
+    async with RedisMemory(url="redis://127.0.0.1:6379/0", encoding="UTF8") as memory:
+        assert isinstance(memory.client, aioredis.Redis)
+        assert memory.client.connection_pool.connection_class is not Connection
+
+
+async def test_a_connection_class_of_the_callers_own_is_kept() -> None:
+    class Mine(Connection):
+        pass
+
+    async with RedisMemory(url="redis://127.0.0.1:6379/0", connection_class=Mine) as memory:
+        assert isinstance(memory.client, aioredis.Redis)
+        assert memory.client.connection_pool.connection_class is Mine
 
 
 async def test_a_client_passed_in_is_not_changed() -> None:
