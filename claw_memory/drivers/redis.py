@@ -203,7 +203,8 @@ class RedisMemory(BaseMemory):
             return
         async with lock:
             if self._cluster_init is not None:
-                await cast(RedisCluster, self._redis).initialize()
+                async with self._bound():
+                    await cast(RedisCluster, self._redis).initialize()
                 self._cluster_init = None
 
     async def _run(self, script: AsyncScript, *args: _Arg, keys: int = 1) -> Any:

@@ -4,6 +4,9 @@ it too, as ``redis-cluster``)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from collections import defaultdict
 
 import pytest
@@ -11,6 +14,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from claw_memory.drivers.redis import RedisMemory
+from claw_memory.errors import DriverUnavailableError
 from tests.drivers.redis.servers import RedisClusterServers, shared_cluster
 from tests.support.drivers_redis import remove_keys, unique_prefix
 
@@ -111,3 +115,38 @@ async def test_concurrent_first_operations_on_a_new_client_all_succeed(
                 assert len(await memory.all(f"conc{round_}")) == 50
             finally:
                 await remove_keys(memory, prefix)
+
+
+async def test_a_silent_node_fails_discovery_and_commands_within_the_timeout(
+    cluster: RedisClusterServers,
+) -> None:
+    # Each node is stopped for well under --cluster-node-timeout: no failover happens.
+    first = cluster.nodes[0]
+    assert first.pid is not None
+    prefix = unique_prefix()
+    async with RedisMemory(url=cluster.url, prefix=prefix, timeout=0.4) as memory:
+        os.kill(first.pid, signal.SIGSTOP)  # the node the URL names: discovery asks it first
+        try:
+            started = time.monotonic()
+            with pytest.raises(DriverUnavailableError, match="TimeoutError"):
+                await memory.get("k")
+            assert time.monotonic() - started < 0.4 + 0.8
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        await memory.set("k", "words")  # discovery ran again and the client works
+        owner = next(
+            node for node in cluster.nodes
+            if node.port == memory.client.get_node_from_key(  # type: ignore[union-attr]
+                f"{prefix}{{default}}:o").port
+        )
+        assert owner.pid is not None
+        os.kill(owner.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(DriverUnavailableError, match="TimeoutError"):
+                await memory.set("k", "other words")
+            assert time.monotonic() - started < 0.4 + 0.8
+        finally:
+            os.kill(owner.pid, signal.SIGCONT)
+        assert await memory.get("k") in ("words", "other words")
+        await remove_keys(memory, prefix)
