@@ -21,10 +21,11 @@ listing that uses ``SCAN``. Expired entries vanish from ``get`` natively and are
 removed from the index by whichever of ``all``, ``search`` or ``set`` meets them first.
 
 Every operation is idempotent (a repeated ``set`` leaves the same state, made newest again), so
-connection errors and timeouts are retried by redis-py's ``Retry`` with jittered exponential
-backoff; past that, calls raise :class:`~claw_memory.errors.DriverUnavailableError` naming the
-host and port only. A client passed in is used as it is and not closed; one built from a URL is
-owned and closed by :meth:`aclose`.
+connection errors (a refused or timed-out connect included) are retried by redis-py's ``Retry``
+with jittered exponential backoff, and each command of a client built here runs under one
+``asyncio.timeout``; past either, calls raise :class:`~claw_memory.errors.DriverUnavailableError`
+naming the host and port only. A client passed in is used as it is (its own timeouts and
+retries) and not closed; one built from a URL is owned and closed by :meth:`aclose`.
 """
 
 from __future__ import annotations
@@ -395,12 +396,19 @@ def _connect(url: str, options: dict[str, Any]) -> aioredis.Redis | RedisCluster
     if (
         HIREDIS_AVAILABLE
         and pool.connection_class in _STOCK_CONNECTIONS  # not a class of the caller's own
-        and codecs.lookup(settings.get("encoding", "utf-8")).name == "utf-8"
+        and _is_utf8(settings.get("encoding", "utf-8"))
         and settings.get("encoding_errors", "strict") == "strict"
     ):
         # The pool makes its connections on first use, so none exists yet.
         pool.connection_class = _packing_with_hiredis(cast(Any, pool.connection_class))
     return client
+
+
+def _is_utf8(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:  # redis-py reports an unknown encoding at the first command
+        return False
 
 
 @functools.cache
