@@ -35,11 +35,11 @@ async def remove_keys(memory: RedisMemory, prefix: str) -> None:
         await client.unlink(name)
 
 
-def real_factory(url: str) -> MemoryFactory:
+def real_factory(url: str, default_ttl: float | None = 86400) -> MemoryFactory:
     @contextlib.asynccontextmanager
     async def make() -> AsyncIterator[Memory]:
         prefix = unique_prefix()
-        memory = RedisMemory(url=url, prefix=prefix)
+        memory = RedisMemory(url=url, prefix=prefix, default_ttl=default_ttl)
         try:
             yield memory
         finally:
@@ -51,7 +51,7 @@ def real_factory(url: str) -> MemoryFactory:
     return make
 
 
-def fake_factory() -> MemoryFactory:
+def fake_factory(default_ttl: float | None = 86400) -> MemoryFactory:
     """RedisMemory on fakeredis, whose Lua scripting needs the ``lupa`` package."""
     pytest.importorskip("lupa", reason="fakeredis runs Lua scripts only with lupa installed")
 
@@ -61,7 +61,9 @@ def fake_factory() -> MemoryFactory:
 
         client = fakeredis.FakeAsyncRedis()
         try:
-            async with RedisMemory(client, prefix=unique_prefix()) as memory:
+            async with RedisMemory(
+                client, prefix=unique_prefix(), default_ttl=default_ttl
+            ) as memory:
                 yield memory
         finally:
             await client.aclose()
@@ -69,11 +71,11 @@ def fake_factory() -> MemoryFactory:
     return make
 
 
-def shared_server_factory() -> MemoryFactory:
+def shared_server_factory(default_ttl: float | None = 86400) -> MemoryFactory:
     """RedisMemory on 127.0.0.1:6379, or on fakeredis when no server answers outside CI."""
     if require("redis", redis_available(), "fakeredis"):
-        return real_factory(REDIS_URL)
-    return fake_factory()
+        return real_factory(REDIS_URL, default_ttl)
+    return fake_factory(default_ttl)
 
 
 @factory("redis")
